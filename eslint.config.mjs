@@ -1,0 +1,36 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import nx from '@nx/eslint-plugin';
+import prettier from 'eslint-config-prettier';
+
+const frameworks = ['@nestjs/*', 'typeorm', 'bullmq', 'ioredis', 'pg', 'openai', 'fastify', 'sharp', 'pdfjs-dist'];
+
+export default tseslint.config(
+  { ignores: ['**/node_modules/**', '**/dist/**', 'coverage/**', '.nx/**', 'apps/portal-web/public/vendor/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  prettier,
+  {
+    files: ['**/*.ts'],
+    plugins: { '@nx': nx },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@nx/enforce-module-boundaries': [
+        'error',
+        {
+          allow: [],
+          depConstraints: [
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:core', 'type:adapter'] },
+            { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:core', 'type:adapter'] },
+            { sourceTag: 'type:core', onlyDependOnLibsWithTags: ['type:core'], bannedExternalImports: frameworks },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
+    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+);

@@ -1,0 +1,2 @@
+export * from './block.types';
+export * from './turn.types';
