@@ -1,2 +1,3 @@
 export * from './block.types';
 export * from './turn.types';
+export * from './attachment.types';

@@ -8,6 +8,8 @@ export interface Message {
   turnId: string;
   role: Role;
   blocks: Block[];
+  /** Attachments sent with a user message, in the order given. Empty on assistant messages. */
+  attachmentIds: string[];
 }
 
 export const TURN_STATUSES = ['queued', 'running', 'paused', 'completed', 'failed', 'cut_off'] as const;
@@ -40,4 +42,12 @@ export interface Turn {
 export interface TurnTranscript {
   turn: Pick<Turn, 'id' | 'n' | 'kind' | 'status'>;
   messages: Message[];
+}
+
+/** What one model call reads of the transcript before the new message (SPEC section 4). */
+export interface MemoryWindow {
+  /** The newest compaction block of the conversation, with the number of the turn that holds it. */
+  summary: { turnN: number; block: import('./block.types').CompactionBlock } | null;
+  /** Past turns after the summary (the compaction turn itself excluded), oldest first. */
+  turns: TurnTranscript[];
 }
