@@ -3,10 +3,28 @@ import tseslint from 'typescript-eslint';
 import nx from '@nx/eslint-plugin';
 import prettier from 'eslint-config-prettier';
 
-const frameworks = ['@nestjs/*', 'typeorm', 'bullmq', 'ioredis', 'pg', 'openai', 'fastify', 'sharp', 'pdfjs-dist'];
+const frameworks = [
+  '@nestjs/*',
+  'typeorm',
+  'bullmq',
+  'ioredis',
+  'pg',
+  'openai',
+  'fastify',
+  'sharp',
+  'pdfjs-dist',
+];
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', 'coverage/**', '.nx/**', 'apps/portal-web/public/vendor/**'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      '**/dist/**',
+      'coverage/**',
+      '.nx/**',
+      'apps/portal-web/public/vendor/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,
@@ -22,7 +40,11 @@ export default tseslint.config(
           depConstraints: [
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:core', 'type:adapter'] },
             { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:core', 'type:adapter'] },
-            { sourceTag: 'type:core', onlyDependOnLibsWithTags: ['type:core'], bannedExternalImports: frameworks },
+            {
+              sourceTag: 'type:core',
+              onlyDependOnLibsWithTags: ['type:core'],
+              bannedExternalImports: frameworks,
+            },
           ],
         },
       ],
@@ -30,7 +52,15 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
-    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
+    languageOptions: {
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        process: 'readonly',
+        console: 'readonly',
+        __dirname: 'readonly',
+      },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

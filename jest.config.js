@@ -1,13 +1,28 @@
 const fs = require('node:fs');
 const swc = JSON.parse(fs.readFileSync(`${__dirname}/.swcrc`, 'utf8'));
+const swcForJs = {
+  ...swc,
+  swcrc: false,
+  jsc: { ...swc.jsc, parser: { syntax: 'ecmascript' }, transform: {} },
+};
+
+// NestJS 12 ships as ES modules; Jest on Node 20 cannot require() them, so swc compiles them to CommonJS.
+const esmPackages = ['@nestjs', '@fastify', 'fastify'];
 
 /** One runner for every tier: unit (*.spec.ts), integration (*.int-spec.ts), end to end (apps/<app>/test). */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/apps', '<rootDir>/libs'],
   testMatch: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }] },
-  moduleNameMapper: { '^@portal/(.*)$': '<rootDir>/libs/$1/src/index.ts' },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }],
+    '^.+\\.m?js$': ['@swc/jest', swcForJs],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
+  moduleNameMapper: {
+    '^@portal/domain/testing$': '<rootDir>/libs/domain/src/testing/index.ts',
+    '^@portal/(.*)$': '<rootDir>/libs/$1/src/index.ts',
+  },
   setupFiles: ['reflect-metadata'],
   testTimeout: 30000,
   maxWorkers: 2,

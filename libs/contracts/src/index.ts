@@ -1,1 +1,3 @@
-export {};
+export * from './queues';
+export * from './events';
+export * from './config.util';

@@ -1,3 +1,6 @@
 export * from './block.types';
 export * from './turn.types';
 export * from './attachment.types';
+export * from './domain-error';
+export * from './turn-state';
+export * from './invariants';

@@ -1,1 +1,5 @@
-export {};
+export * from './job-options';
+export * from './job-handler.decorator';
+export * from './queue.service';
+export * from './queue.module';
+export * from './health.server';

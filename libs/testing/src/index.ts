@@ -1,1 +1,2 @@
-export {};
+export * from './fake-openai';
+export * from './database.util';

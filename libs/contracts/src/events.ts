@@ -1,0 +1,30 @@
+import type { Block, TurnStatus } from '@portal/domain';
+
+/** Server-Sent Events of a conversation (API.md "Events"). The stream id is the SSE `id:`. */
+export type PortalEvent =
+  | { type: 'turn_started'; turnId: string }
+  | { type: 'turn_state'; turnId: string; status: TurnStatus }
+  | { type: 'block_started'; turnId: string; blockId: string; kind: Block['kind'] }
+  | { type: 'text_delta'; turnId: string; blockId: string; text: string }
+  | { type: 'thinking_delta'; turnId: string; blockId: string; text: string }
+  | { type: 'block_finished'; turnId: string; block: Block }
+  | { type: 'compaction_started'; turnId: string }
+  | { type: 'compaction_finished'; turnId: string; block: Block }
+  | { type: 'usage'; turnId: string; row: UsageRowDto }
+  | { type: 'turn_finished'; turnId: string; status: TurnStatus; error?: string };
+
+export type PortalEventType = PortalEvent['type'];
+
+export interface UsageRowDto {
+  kind: 'turn' | 'compaction' | 'summary' | 'review';
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  cost: number;
+}
+
+/** Redis stream key of a conversation's events, under the portal prefix. */
+export function conversationEventsKey(prefix: string, conversationId: string): string {
+  return `${prefix}:events:{${conversationId}}`;
+}

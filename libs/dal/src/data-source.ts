@@ -1,0 +1,76 @@
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
+import { ENTITIES } from './entities';
+import { isPgError, quoteIdent } from './db.util';
+import { MIGRATIONS } from './migrations';
+
+/** Any two processes that migrate the same database take turns on this advisory lock. */
+const MIGRATION_LOCK_KEY = 7_263_001;
+
+export type DataSourceOverrides = Omit<Partial<PostgresDataSourceOptions>, 'type' | 'url'>;
+
+export function createDataSource(databaseUrl: string, overrides: DataSourceOverrides = {}): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: databaseUrl,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsRun: false,
+    synchronize: false,
+    ...overrides,
+  });
+}
+
+/** Applies pending migrations; returns the names of the ones applied. */
+export async function runMigrations(databaseUrl: string): Promise<string[]> {
+  const lock = new Client({ connectionString: databaseUrl });
+  await lock.connect();
+  const dataSource = createDataSource(databaseUrl);
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await dataSource.initialize();
+    const applied = await dataSource.runMigrations({ transaction: 'all' });
+    return applied.map((m) => m.name);
+  } finally {
+    if (dataSource.isInitialized) await dataSource.destroy();
+    await lock.end();
+  }
+}
+
+/** Creates the database named by the URL when it does not exist (connecting to `postgres` first). */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const { name, client } = await connectToPostgresDb(databaseUrl);
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount) return;
+    await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
+  } catch (err) {
+    // Another process created it between the check and CREATE.
+    if (!isPgError(err, '42P04') && !isPgError(err, '23505')) throw err;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops the database named by the URL, closing any connection still open to it. */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const { name, client } = await connectToPostgresDb(databaseUrl);
+  try {
+    // FORCE terminates the open connections first (Postgres 13+).
+    await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The database name of the URL, and a client connected to the `postgres` database beside it. */
+async function connectToPostgresDb(databaseUrl: string): Promise<{ name: string; client: Client }> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  if (!name) throw new Error(`database URL names no database: ${databaseUrl}`);
+  url.pathname = '/postgres';
+  const client = new Client({ connectionString: url.toString() });
+  await client.connect();
+  return { name, client };
+}

@@ -1,0 +1,57 @@
+import type { Effort, TurnKind, TurnStatus } from '@portal/domain';
+import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+
+@Entity('turns')
+export class TurnEntity {
+  @PrimaryColumn({ type: 'uuid' })
+  id!: string;
+
+  @Column({ name: 'org_id', type: 'text' })
+  orgId!: string;
+
+  @Column({ name: 'conversation_id', type: 'uuid' })
+  conversationId!: string;
+
+  @Column({ type: 'integer' })
+  n!: number;
+
+  @Column({ type: 'text' })
+  kind!: TurnKind;
+
+  @Column({ type: 'text' })
+  status!: TurnStatus;
+
+  @Column({ type: 'text' })
+  effort!: Effort;
+
+  @Column({ type: 'text' })
+  model!: string;
+
+  @Column({ name: 'context_tokens', type: 'integer', nullable: true })
+  contextTokens!: number | null;
+
+  @Column({ name: 'selected_skill_ids', type: 'uuid', array: true })
+  selectedSkillIds!: string[];
+
+  @Column({ name: 'catalogue_skill_ids', type: 'uuid', array: true })
+  catalogueSkillIds!: string[];
+
+  @Column({ type: 'text', nullable: true })
+  error!: string | null;
+
+  /** How many times a worker has claimed the turn. */
+  @Column({ type: 'integer' })
+  attempt!: number;
+
+  @Column({ name: 'lease_owner', type: 'text', nullable: true })
+  leaseOwner!: string | null;
+
+  @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
+  leaseExpiresAt!: Date | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt!: Date;
+}

@@ -1,0 +1,93 @@
+import type { AgentEntity } from '../entities/agent.entity';
+import type { ConversationEntity } from '../entities/conversation.entity';
+import type { OrgEntity } from '../entities/org.entity';
+import type { SkillEntity } from '../entities/skill.entity';
+import type { ToolResultEntity } from '../entities/tool-result.entity';
+import type { TraceEntryEntity } from '../entities/trace-entry.entity';
+import type { UsageRowEntity } from '../entities/usage-row.entity';
+import type { UserEntity } from '../entities/user.entity';
+import type {
+  Agent,
+  Conversation,
+  Org,
+  Skill,
+  ToolResult,
+  TraceEntry,
+  UsageRow,
+  User,
+} from '../records.types';
+
+export function toOrg(e: OrgEntity): Org {
+  return { id: e.id, name: e.name };
+}
+
+export function toUser(e: UserEntity): User {
+  return { orgId: e.orgId, id: e.id, role: e.role };
+}
+
+export function toAgent(e: AgentEntity): Agent {
+  return {
+    orgId: e.orgId,
+    id: e.id,
+    name: e.name,
+    instructions: e.instructions,
+    model: e.model,
+    effort: e.effort,
+    tools: e.tools,
+    reviewer: e.reviewer,
+    compactionGuidance: e.compactionGuidance,
+  };
+}
+
+export function toSkill(e: SkillEntity): Skill {
+  return {
+    orgId: e.orgId,
+    id: e.id,
+    slug: e.slug,
+    name: e.name,
+    description: e.description,
+    instructions: e.instructions,
+    visibility: e.visibility,
+    ownerId: e.ownerId,
+    status: e.status,
+    published: e.published,
+  };
+}
+
+export function toConversation(e: ConversationEntity): Conversation {
+  return {
+    orgId: e.orgId,
+    id: e.id,
+    userId: e.userId,
+    agentId: e.agentId,
+    title: e.title,
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+  };
+}
+
+export function toUsageRow(e: UsageRowEntity): UsageRow {
+  return {
+    turnId: e.turnId,
+    kind: e.kind,
+    model: e.model,
+    inputTokens: e.inputTokens,
+    outputTokens: e.outputTokens,
+    cachedTokens: e.cachedTokens,
+    cost: Number(e.cost),
+  };
+}
+
+export function toTraceEntry(e: TraceEntryEntity): TraceEntry {
+  return { turnId: e.turnId, kind: e.kind, skillIds: e.skillIds, at: e.at };
+}
+
+export function toToolResult(e: ToolResultEntity): ToolResult {
+  return {
+    ref: e.ref,
+    conversationId: e.conversationId,
+    turnId: e.turnId,
+    callId: e.callId,
+    content: e.content,
+  };
+}

@@ -1,0 +1,90 @@
+import type { Effort } from '@portal/domain';
+
+/** Plain records for the rows the domain library has no type for yet. */
+
+export type UserRole = 'member' | 'author' | 'admin';
+export type SkillVisibility = 'org' | 'private';
+export type SkillStatus = 'active' | 'inactive';
+export type UsageKind = 'turn' | 'compaction' | 'summary' | 'review';
+export type TraceKind = 'SKILL_SELECT';
+export type BlobVariant = 'original' | 'reduced';
+
+export interface Org {
+  id: string;
+  name: string;
+}
+
+export interface User {
+  orgId: string;
+  id: string;
+  role: UserRole;
+}
+
+/** An HTTP tool an agent declares (API.md bootstrap file). */
+export interface AgentTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  url: string;
+  requiresApproval: boolean;
+}
+
+export interface Agent {
+  orgId: string;
+  id: string;
+  name: string;
+  instructions: string;
+  model: string;
+  effort: Effort;
+  tools: AgentTool[];
+  reviewer: string | null;
+  compactionGuidance: string | null;
+}
+
+export interface Skill {
+  orgId: string;
+  id: string;
+  slug: string;
+  name: string;
+  description: string;
+  instructions: string;
+  visibility: SkillVisibility;
+  ownerId: string | null;
+  status: SkillStatus;
+  published: boolean;
+}
+
+export interface Conversation {
+  orgId: string;
+  id: string;
+  userId: string;
+  agentId: string;
+  title: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface UsageRow {
+  turnId: string;
+  kind: UsageKind;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  cost: number;
+}
+
+export interface TraceEntry {
+  turnId: string;
+  kind: TraceKind;
+  skillIds: string[];
+  at: Date;
+}
+
+export interface ToolResult {
+  ref: string;
+  conversationId: string;
+  turnId: string;
+  callId: string;
+  content: string;
+}

@@ -1,0 +1,605 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Block, TextBlock } from '@portal/domain';
+import type { DataSource } from 'typeorm';
+import { AgentRepository } from './repositories/agent.repository';
+import { AttachmentRepository } from './repositories/attachment.repository';
+import { BlockRepository } from './repositories/block.repository';
+import { ConversationRepository } from './repositories/conversation.repository';
+import { OrgRepository } from './repositories/org.repository';
+import { SkillRepository } from './repositories/skill.repository';
+import { ToolResultRepository } from './repositories/tool-result.repository';
+import { TraceRepository } from './repositories/trace.repository';
+import { TurnRepository } from './repositories/turn.repository';
+import { UsageRepository } from './repositories/usage.repository';
+import { UserRepository } from './repositories/user.repository';
+import { answer, newConversation, seedOrg, settledTurn } from './testing/dal.fixtures';
+import { createDalTestDatabase } from './testing/test-database.util';
+
+const ACME = 'acme';
+const GLOBEX = 'globex';
+
+let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+let ds: DataSource;
+
+beforeAll(async () => {
+  db = await createDalTestDatabase();
+  ds = db.dataSource;
+  await seedOrg(ds, ACME);
+  await seedOrg(ds, GLOBEX);
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+function text(seq: number, value: string): TextBlock {
+  return { id: randomUUID(), seq, kind: 'text', text: value, narration: false, steering: false };
+}
+
+async function openTurn(orgId = ACME, conversationId?: string) {
+  const id = conversationId ?? (await newConversation(ds, orgId));
+  const created = await new TurnRepository(ds).createWithUserMessage(orgId, {
+    conversationId: id,
+    effort: 'high',
+    model: 'gpt-test',
+    text: '/fact-check find Q3',
+    attachmentIds: [],
+  });
+  return created!;
+}
+
+describe('OrgRepository', () => {
+  it('upserts idempotently and reads only the org asked for', async () => {
+    const orgs = new OrgRepository(ds);
+    await orgs.upsert('initech', 'Initech');
+    await orgs.upsert('initech', 'Initech Ltd');
+    expect(await orgs.get('initech')).toEqual({ id: 'initech', name: 'Initech Ltd' });
+    expect(await orgs.get('nope')).toBeNull();
+  });
+});
+
+describe('UserRepository', () => {
+  const users = () => new UserRepository(ds);
+
+  it('keys users by (org, id)', async () => {
+    await users().upsert(GLOBEX, 'carol', 'admin');
+    await users().upsert(GLOBEX, 'carol', 'author');
+    expect(await users().get(GLOBEX, 'carol')).toEqual({ orgId: GLOBEX, id: 'carol', role: 'author' });
+    expect(await users().get(ACME, 'carol')).toBeNull();
+    expect(await users().get(ACME, 'alice')).toEqual({ orgId: ACME, id: 'alice', role: 'author' });
+  });
+
+  it('stores API keys as sha256 only and authenticates by them', async () => {
+    const key = 'pk_alice_0123456789';
+    await users().addApiKey(ACME, 'alice', key);
+    await users().addApiKey(ACME, 'alice', key);
+    const rows: Record<string, unknown>[] = await ds.query(`SELECT * FROM api_keys`);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]['key_hash']).toBe(createHash('sha256').update(key).digest('hex'));
+    expect(JSON.stringify(rows)).not.toContain(key);
+    expect(await users().findByApiKey(key)).toEqual({ orgId: ACME, id: 'alice', role: 'author' });
+    expect(await users().findByApiKey('pk_unknown')).toBeNull();
+  });
+
+  it('refuses a key that another user holds', async () => {
+    await users().addApiKey(ACME, 'bob', 'pk_bob');
+    await expect(users().addApiKey(GLOBEX, 'alice', 'pk_bob')).rejects.toMatchObject({
+      code: 'api_key_taken',
+    });
+    expect(await users().findByApiKey('pk_bob')).toMatchObject({ orgId: ACME, id: 'bob' });
+  });
+});
+
+describe('AgentRepository and SkillRepository', () => {
+  const agents = () => new AgentRepository(ds);
+  const skills = () => new SkillRepository(ds);
+  const base = {
+    description: 'One sentence.',
+    instructions: '# Do it',
+    status: 'active' as const,
+    published: true,
+  };
+
+  it('upserts agents and keeps each org to its own', async () => {
+    await agents().upsert(ACME, {
+      id: 'writer',
+      name: 'Writer',
+      instructions: 'Write.',
+      model: 'gpt-test',
+      effort: 'high',
+      tools: [
+        {
+          name: 'lookup',
+          description: 'd',
+          parameters: { type: 'object' },
+          url: 'http://x',
+          requiresApproval: true,
+        },
+      ],
+      reviewer: 'gpt-review',
+      compactionGuidance: 'Keep figures.',
+    });
+    expect(await agents().get(ACME, 'writer')).toMatchObject({
+      effort: 'high',
+      reviewer: 'gpt-review',
+      tools: [{ name: 'lookup', requiresApproval: true }],
+    });
+    expect(await agents().get(GLOBEX, 'writer')).toBeNull();
+    expect((await agents().list(ACME)).map((a) => a.id)).toEqual(['researcher', 'writer']);
+    expect((await agents().list(GLOBEX)).map((a) => a.id)).toEqual(['researcher']);
+  });
+
+  it('upserts skills by slug, keeping the id', async () => {
+    const first = await skills().upsert(ACME, {
+      ...base,
+      slug: 'fact-check',
+      name: 'Fact check',
+      visibility: 'org',
+      ownerId: 'alice',
+    });
+    const again = await skills().upsert(ACME, {
+      ...base,
+      slug: 'fact-check',
+      name: 'Fact checking',
+      visibility: 'org',
+      ownerId: 'alice',
+    });
+    expect(again.id).toBe(first.id);
+    expect(await skills().get(ACME, first.id)).toMatchObject({ name: 'Fact checking', slug: 'fact-check' });
+    expect(await skills().get(GLOBEX, first.id)).toBeNull();
+    expect(await skills().get(ACME, 'not-a-uuid')).toBeNull();
+    expect(await skills().getMany(GLOBEX, [first.id])).toEqual([]);
+    expect(await skills().findBySlugs(GLOBEX, ['fact-check'])).toEqual([]);
+    expect(await skills().update(GLOBEX, first.id, { name: 'x' })).toBeNull();
+    expect((await skills().update(ACME, first.id, { status: 'inactive' }))?.status).toBe('inactive');
+    await skills().update(ACME, first.id, { status: 'active' });
+  });
+
+  it('rejects a malformed slug', async () => {
+    await expect(
+      skills().upsert(ACME, { ...base, slug: 'Bad Slug', name: 'x', visibility: 'org', ownerId: null }),
+    ).rejects.toThrow();
+  });
+
+  it('lists what a user can see and the agent catalogue', async () => {
+    const mine = await skills().upsert(ACME, {
+      ...base,
+      slug: 'alice-draft',
+      name: 'Draft',
+      visibility: 'private',
+      ownerId: 'alice',
+    });
+    const off = await skills().upsert(ACME, {
+      ...base,
+      slug: 'retired',
+      name: 'Retired',
+      visibility: 'org',
+      ownerId: null,
+      status: 'inactive',
+    });
+    const unpublished = await skills().upsert(ACME, {
+      ...base,
+      slug: 'wip',
+      name: 'WIP',
+      visibility: 'org',
+      ownerId: null,
+      published: false,
+    });
+    const [fact] = await skills().findBySlugs(ACME, ['fact-check']);
+    const theirs = await skills().upsert(GLOBEX, {
+      ...base,
+      slug: 'globex-only',
+      name: 'G',
+      visibility: 'org',
+      ownerId: null,
+    });
+
+    expect((await skills().listVisible(ACME, 'alice')).map((s) => s.slug)).toEqual([
+      'alice-draft',
+      'fact-check',
+      'retired',
+      'wip',
+    ]);
+    expect((await skills().listVisible(ACME, 'bob')).map((s) => s.slug)).toEqual([
+      'fact-check',
+      'retired',
+      'wip',
+    ]);
+    expect((await skills().listVisible(GLOBEX, 'alice')).map((s) => s.slug)).toEqual(['globex-only']);
+
+    await agents().setSkills(ACME, 'researcher', [mine.id, off.id, unpublished.id, fact.id, theirs.id]);
+    expect(await agents().listSkillIds(ACME, 'researcher')).toEqual([
+      mine.id,
+      off.id,
+      unpublished.id,
+      fact.id,
+    ]);
+    expect(await agents().listSkillIds(GLOBEX, 'researcher')).toEqual([]);
+    expect((await skills().listCatalogue(ACME, 'alice', 'researcher')).map((s) => s.slug)).toEqual([
+      'alice-draft',
+      'fact-check',
+    ]);
+    expect((await skills().listCatalogue(ACME, 'bob', 'researcher')).map((s) => s.slug)).toEqual([
+      'fact-check',
+    ]);
+    expect(await skills().listCatalogue(GLOBEX, 'alice', 'researcher')).toEqual([]);
+  });
+});
+
+describe('ConversationRepository', () => {
+  const conversations = () => new ConversationRepository(ds);
+
+  it('creates only with an agent of the org', async () => {
+    expect(await conversations().create(ACME, 'alice', 'writer')).not.toBeNull();
+    expect(await conversations().create(GLOBEX, 'alice', 'writer')).toBeNull();
+  });
+
+  it('reads a conversation for its user and org only', async () => {
+    const id = await newConversation(ds, ACME, 'alice');
+    expect(await conversations().getForUser(ACME, 'alice', id)).toMatchObject({
+      id,
+      agentId: 'researcher',
+      title: null,
+    });
+    expect(await conversations().getForUser(ACME, 'bob', id)).toBeNull();
+    expect(await conversations().getForUser(GLOBEX, 'alice', id)).toBeNull();
+    expect(await conversations().get(GLOBEX, id)).toBeNull();
+    expect(await conversations().get(ACME, 'nope')).toBeNull();
+    await conversations().setTitle(GLOBEX, id, 'stolen');
+    await conversations().setTitle(ACME, id, 'Q3 revenue');
+    expect((await conversations().get(ACME, id))?.title).toBe('Q3 revenue');
+  });
+
+  it('lists the user’s conversations, most recently updated first', async () => {
+    const older = await newConversation(ds, ACME, 'bob');
+    const newer = await newConversation(ds, ACME, 'bob');
+    expect((await conversations().listForUser(ACME, 'bob')).map((c) => c.id)).toEqual([newer, older]);
+    await openTurn(ACME, older);
+    expect((await conversations().listForUser(ACME, 'bob')).map((c) => c.id)).toEqual([older, newer]);
+    expect(await conversations().listForUser(GLOBEX, 'bob')).toEqual([]);
+  });
+});
+
+describe('TurnRepository', () => {
+  const turns = () => new TurnRepository(ds);
+
+  it('opens a queued turn with the user message in one go', async () => {
+    const { turn, message } = await openTurn();
+    expect(turn).toMatchObject({
+      n: 1,
+      kind: 'turn',
+      status: 'queued',
+      effort: 'high',
+      contextTokens: null,
+      error: null,
+    });
+    expect(await turns().get(ACME, turn.id)).toEqual(turn);
+    expect(message).toMatchObject({ turnId: turn.id, role: 'user', attachmentIds: [] });
+    expect(await new BlockRepository(ds).listTurnMessages(ACME, turn.id)).toEqual([message]);
+  });
+
+  it('allows one open turn per conversation and numbers turns 1, 2, 3', async () => {
+    const conversationId = await newConversation(ds, ACME);
+    const results = await Promise.allSettled([
+      openTurn(ACME, conversationId),
+      openTurn(ACME, conversationId),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({
+      code: 'turn_active',
+    });
+    const first = (await turns().getActive(ACME, conversationId))!;
+    expect(first.n).toBe(1);
+    await turns().updateStatus(ACME, first.id, 'completed');
+    const second = await openTurn(ACME, conversationId);
+    expect(second.turn.n).toBe(2);
+    expect((await turns().getLatest(ACME, conversationId))?.id).toBe(second.turn.id);
+    expect((await turns().listForConversation(ACME, conversationId)).map((t) => t.n)).toEqual([1, 2]);
+  });
+
+  it('changes status, guarded by the expected current status', async () => {
+    const { turn } = await openTurn();
+    expect(await turns().updateStatus(ACME, turn.id, 'completed', { from: ['running'] })).toBeNull();
+    expect(await turns().updateStatus(ACME, turn.id, 'running', { from: ['queued'] })).toMatchObject({
+      status: 'running',
+    });
+    expect(await turns().updateStatus(ACME, turn.id, 'failed', { error: 'blocked_by_review' })).toMatchObject(
+      {
+        status: 'failed',
+        error: 'blocked_by_review',
+      },
+    );
+  });
+
+  it('records context tokens and leases', async () => {
+    const { turn } = await openTurn();
+    await turns().setContextTokens(ACME, turn.id, 1234);
+    expect((await turns().get(ACME, turn.id))?.contextTokens).toBe(1234);
+    expect(await turns().claim(ACME, turn.id, 'worker-1', 60_000)).toMatchObject({ status: 'running' });
+    expect(await turns().claim(ACME, turn.id, 'worker-2', 60_000)).toBeNull();
+    expect(await turns().renewLease(ACME, turn.id, 'worker-1', 60_000)).toBe(true);
+    expect(await turns().renewLease(ACME, turn.id, 'worker-2', 60_000)).toBe(false);
+    await ds.query(`UPDATE turns SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [
+      turn.id,
+    ]);
+    expect(await turns().claim(ACME, turn.id, 'worker-2', 60_000)).toMatchObject({ status: 'running' });
+    const [{ attempt }] = await ds.query(`SELECT attempt FROM turns WHERE id = $1`, [turn.id]);
+    expect(attempt).toBe(2);
+  });
+
+  it('reads and writes nothing across orgs', async () => {
+    const { turn } = await openTurn();
+    expect(await turns().get(GLOBEX, turn.id)).toBeNull();
+    expect(await turns().listForConversation(GLOBEX, turn.conversationId)).toEqual([]);
+    expect(await turns().getLatest(GLOBEX, turn.conversationId)).toBeNull();
+    expect(await turns().getActive(GLOBEX, turn.conversationId)).toBeNull();
+    expect(await turns().updateStatus(GLOBEX, turn.id, 'cut_off')).toBeNull();
+    expect(await turns().claim(GLOBEX, turn.id, 'w', 1000)).toBeNull();
+    await turns().setContextTokens(GLOBEX, turn.id, 99);
+    expect(await turns().get(ACME, turn.id)).toMatchObject({ status: 'queued', contextTokens: null });
+    expect(
+      await turns().createWithUserMessage(GLOBEX, {
+        conversationId: turn.conversationId,
+        effort: 'low',
+        model: 'm',
+        text: 'x',
+      }),
+    ).toBeNull();
+  });
+});
+
+describe('BlockRepository', () => {
+  const blocks = () => new BlockRepository(ds);
+
+  it('appends blocks idempotently by (turn, seq) and lists them in order', async () => {
+    const { turn, message: userMessage } = await openTurn();
+    const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant', { seq: 2 }))!;
+    expect((await blocks().addMessage(ACME, turn.id, 'assistant', { seq: 2 }))?.id).toBe(assistant.id);
+    const use: Block = {
+      id: randomUUID(),
+      seq: 2,
+      kind: 'tool_use',
+      callId: 'c1',
+      name: 'search_attachments',
+      arguments: '{"query":"Q3"}',
+    };
+    const result: Block = {
+      id: randomUUID(),
+      seq: 3,
+      kind: 'tool_result',
+      callId: 'c1',
+      outcome: 'ok',
+      content: 'found',
+      ref: null,
+    };
+    const final = text(4, 'Q3 was $4.2M.');
+    await blocks().appendBlocks(ACME, assistant.id, [use, result]);
+    expect(await blocks().appendBlocks(ACME, assistant.id, [use, result, final])).toEqual([
+      use,
+      result,
+      final,
+    ]);
+    const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM blocks WHERE turn_id = $1`, [turn.id]);
+    expect(n).toBe(4);
+    expect(await blocks().listTurnMessages(ACME, turn.id)).toEqual([
+      userMessage,
+      { ...assistant, blocks: [use, result, final] },
+    ]);
+  });
+
+  it('refuses a position that holds another block', async () => {
+    const { turn } = await openTurn();
+    const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant'))!;
+    await blocks().appendBlocks(ACME, assistant.id, [text(2, 'a')]);
+    await expect(blocks().appendBlocks(ACME, assistant.id, [text(2, 'b')])).rejects.toMatchObject({
+      code: 'block_conflict',
+    });
+  });
+
+  it('appends after the last block for writers that do not number the turn (steering)', async () => {
+    const { turn } = await openTurn();
+    const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant'))!;
+    await blocks().appendBlocks(ACME, assistant.id, [text(2, 'working')]);
+    const steering = (await blocks().addMessage(ACME, turn.id, 'user'))!;
+    const [added] = await blocks().appendNext(ACME, steering.id, [
+      { kind: 'text', text: 'also Q4', narration: false, steering: true },
+    ]);
+    expect(added).toMatchObject({ seq: 3, steering: true });
+    const messages = await blocks().listTurnMessages(ACME, turn.id);
+    expect(messages.map((m) => [m.role, m.blocks.map((b) => b.seq)])).toEqual([
+      ['user', [1]],
+      ['assistant', [2]],
+      ['user', [3]],
+    ]);
+  });
+
+  it('updates a block and finds it by id', async () => {
+    const { turn } = await openTurn();
+    const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant'))!;
+    const request: Block = {
+      id: randomUUID(),
+      seq: 2,
+      kind: 'clarification_request',
+      callId: 'c9',
+      question: 'Which year?',
+      options: ['2023', '2024'],
+      answer: null,
+    };
+    await blocks().appendBlocks(ACME, assistant.id, [request]);
+    expect(await blocks().updateBlock(ACME, { ...request, answer: '2024' })).toEqual({
+      ...request,
+      answer: '2024',
+    });
+    expect(await blocks().getBlock(ACME, request.id)).toEqual({
+      turnId: turn.id,
+      messageId: assistant.id,
+      block: { ...request, answer: '2024' },
+    });
+    expect(await blocks().updateBlock(GLOBEX, { ...request, answer: 'x' })).toBeNull();
+    expect(await blocks().getBlock(GLOBEX, request.id)).toBeNull();
+  });
+
+  it('lists a conversation’s transcript in turn order', async () => {
+    const conversationId = await newConversation(ds, ACME);
+    await settledTurn(ds, ACME, conversationId, { text: 'one', blocks: [answer('1')] });
+    await settledTurn(ds, ACME, conversationId, { text: 'two', blocks: [answer('2')] });
+    const messages = await blocks().listConversationMessages(ACME, conversationId);
+    expect(messages.map((m) => (m.blocks[0] as TextBlock).text)).toEqual(['one', '1', 'two', '2']);
+    expect(await blocks().listConversationMessages(GLOBEX, conversationId)).toEqual([]);
+  });
+
+  it('reads and writes nothing across orgs', async () => {
+    const { turn, message } = await openTurn();
+    expect(await blocks().addMessage(GLOBEX, turn.id, 'assistant')).toBeNull();
+    await expect(blocks().appendBlocks(GLOBEX, message.id, [text(5, 'x')])).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    await expect(blocks().appendNext(GLOBEX, message.id, [answer('x')])).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    expect(await blocks().listTurnMessages(GLOBEX, turn.id)).toEqual([]);
+    expect(await blocks().listTurnMessages(ACME, turn.id)).toEqual([message]);
+  });
+});
+
+describe('ToolResultRepository, UsageRepository, TraceRepository', () => {
+  it('stores whole tool results under a ref, once per call', async () => {
+    const { turn } = await openTurn();
+    const results = new ToolResultRepository(ds);
+    const saved = await results.save(ACME, { turnId: turn.id, callId: 'c1', content: 'x'.repeat(900) });
+    expect(saved.ref).toMatch(/^tr_[0-9a-f]{16}$/);
+    expect((await results.save(ACME, { turnId: turn.id, callId: 'c1', content: 'again' })).ref).toBe(
+      saved.ref,
+    );
+    expect(await results.get(ACME, saved.ref)).toEqual({
+      ...saved,
+      conversationId: turn.conversationId,
+      content: 'x'.repeat(900),
+    });
+    expect(await results.get(ACME, `ref:${saved.ref}`)).toEqual(saved);
+    expect(await results.get(GLOBEX, saved.ref)).toBeNull();
+    await expect(results.save(GLOBEX, { turnId: turn.id, callId: 'c2', content: 'x' })).rejects.toMatchObject(
+      { code: 'not_found' },
+    );
+  });
+
+  it('records usage rows, once per call key', async () => {
+    const { turn } = await openTurn();
+    const usage = new UsageRepository(ds);
+    const row = {
+      turnId: turn.id,
+      kind: 'turn' as const,
+      model: 'gpt-test',
+      inputTokens: 1000,
+      outputTokens: 50,
+      cachedTokens: 200,
+      cost: 0.00123,
+    };
+    expect(await usage.add(ACME, { ...row, callKey: 'call-1' })).toBe(true);
+    expect(await usage.add(ACME, { ...row, callKey: 'call-1' })).toBe(false);
+    expect(await usage.add(ACME, { ...row, kind: 'summary' })).toBe(true);
+    expect(await usage.listForTurn(ACME, turn.id)).toEqual([row, { ...row, kind: 'summary' }]);
+    expect(await usage.add(GLOBEX, row)).toBe(false);
+    expect(await usage.listForTurn(GLOBEX, turn.id)).toEqual([]);
+  });
+
+  it('records one SKILL_SELECT trace entry per turn', async () => {
+    const { turn } = await openTurn();
+    const trace = new TraceRepository(ds);
+    const skillId = randomUUID();
+    await trace.addSkillSelect(ACME, turn.id, [skillId]);
+    await trace.addSkillSelect(ACME, turn.id, []);
+    await trace.addSkillSelect(GLOBEX, turn.id, []);
+    expect(await trace.listForTurn(ACME, turn.id)).toEqual([
+      { turnId: turn.id, kind: 'SKILL_SELECT', skillIds: [skillId], at: expect.any(Date) },
+    ]);
+    expect(await trace.listForTurn(GLOBEX, turn.id)).toEqual([]);
+  });
+});
+
+describe('AttachmentRepository', () => {
+  const attachments = () => new AttachmentRepository(ds);
+  const upload = (conversationId: string | null = null, userId = 'alice') => ({
+    userId,
+    conversationId,
+    kind: 'document' as const,
+    filename: 'report.pdf',
+    mimeType: 'application/pdf',
+    byteSize: 5,
+    sha256: 'a'.repeat(64),
+    original: Buffer.from('%PDF-'),
+  });
+
+  it('creates a pending attachment with its bytes and reads its manifest', async () => {
+    const conversationId = await newConversation(ds, ACME);
+    const manifest = (await attachments().create(ACME, upload(conversationId)))!;
+    expect(manifest).toEqual({
+      id: manifest.id,
+      kind: 'document',
+      filename: 'report.pdf',
+      mimeType: 'application/pdf',
+      status: 'pending',
+      pagesRead: 0,
+      pageCount: null,
+      unreadablePages: [],
+      headings: [],
+      chars: null,
+      picture: null,
+      error: null,
+    });
+    expect(await attachments().getBlob(ACME, manifest.id)).toEqual(Buffer.from('%PDF-'));
+    expect(await attachments().getScopes(ACME, [manifest.id])).toEqual([
+      { id: manifest.id, userId: 'alice', conversationId },
+    ]);
+    expect(await attachments().create(ACME, upload(conversationId, 'bob'))).toBeNull();
+    expect(await attachments().create(GLOBEX, upload(conversationId))).toBeNull();
+  });
+
+  it('tracks reading progress, pages and search', async () => {
+    const { id } = (await attachments().create(ACME, upload()))!;
+    await attachments().savePage(ACME, id, 1, 'Introduction and scope');
+    await attachments().savePage(ACME, id, 2, 'Quarterly revenue for Q3 was 4.2 million');
+    const updated = await attachments().update(ACME, id, {
+      status: 'finished',
+      pagesRead: 2,
+      pageCount: 2,
+      unreadablePages: [3],
+      headings: ['Introduction', 'Revenue'],
+      chars: 62,
+    });
+    expect(updated).toMatchObject({
+      status: 'finished',
+      pagesRead: 2,
+      unreadablePages: [3],
+      headings: ['Introduction', 'Revenue'],
+    });
+    expect(await attachments().getPage(ACME, id, 2)).toContain('Q3');
+    expect(await attachments().search(ACME, [id], 'revenue Q3')).toEqual([
+      {
+        attachmentId: id,
+        page: 2,
+        rank: expect.any(Number),
+        snippet: expect.stringContaining('<b>revenue</b>'),
+      },
+    ]);
+    await attachments().putBlob(ACME, id, 'reduced', Buffer.from('small'));
+    expect(await attachments().getBlob(ACME, id, 'reduced')).toEqual(Buffer.from('small'));
+  });
+
+  it('reads and writes nothing across orgs', async () => {
+    const { id } = (await attachments().create(ACME, upload()))!;
+    await attachments().savePage(ACME, id, 1, 'secret plans');
+    expect(await attachments().getManifest(GLOBEX, id)).toBeNull();
+    expect(await attachments().getManifests(GLOBEX, [id])).toEqual([]);
+    expect(await attachments().getManifests(ACME, [id, 'junk'])).toHaveLength(1);
+    expect(await attachments().getScopes(GLOBEX, [id])).toEqual([]);
+    expect(await attachments().update(GLOBEX, id, { status: 'failed' })).toBeNull();
+    expect(await attachments().getBlob(GLOBEX, id)).toBeNull();
+    expect(await attachments().getPage(GLOBEX, id, 1)).toBeNull();
+    expect(await attachments().search(GLOBEX, [id], 'secret')).toEqual([]);
+    await attachments().savePage(GLOBEX, id, 1, 'overwritten');
+    await attachments().putBlob(GLOBEX, id, 'original', Buffer.from('x'));
+    expect(await attachments().getPage(ACME, id, 1)).toBe('secret plans');
+    expect(await attachments().getBlob(ACME, id)).toEqual(Buffer.from('%PDF-'));
+    expect((await attachments().getManifest(ACME, id))?.status).toBe('pending');
+  });
+});

@@ -1,0 +1,73 @@
+import type { EntityManager } from 'typeorm';
+import { type Db, isUuid, managerOf } from '../db.util';
+import { AgentSkillEntity } from '../entities/agent-skill.entity';
+import { AgentEntity } from '../entities/agent.entity';
+import { toAgent } from '../mappers/records.mapper';
+import type { Agent } from '../records.types';
+
+export type AgentInput = Omit<Agent, 'orgId'>;
+
+export class AgentRepository {
+  private readonly em: EntityManager;
+
+  constructor(db: Db) {
+    this.em = managerOf(db);
+  }
+
+  async upsert(orgId: string, agent: AgentInput): Promise<Agent> {
+    await this.em.query(
+      `INSERT INTO agents (org_id, id, name, instructions, model, effort, tools, reviewer, compaction_guidance)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT (org_id, id) DO UPDATE SET
+         name = EXCLUDED.name, instructions = EXCLUDED.instructions, model = EXCLUDED.model,
+         effort = EXCLUDED.effort, tools = EXCLUDED.tools, reviewer = EXCLUDED.reviewer,
+         compaction_guidance = EXCLUDED.compaction_guidance, updated_at = now()`,
+      [
+        orgId,
+        agent.id,
+        agent.name,
+        agent.instructions,
+        agent.model,
+        agent.effort,
+        JSON.stringify(agent.tools),
+        agent.reviewer,
+        agent.compactionGuidance,
+      ],
+    );
+    return { ...agent, orgId };
+  }
+
+  async get(orgId: string, agentId: string): Promise<Agent | null> {
+    const row = await this.em.getRepository(AgentEntity).findOneBy({ orgId, id: agentId });
+    return row && toAgent(row);
+  }
+
+  async list(orgId: string): Promise<Agent[]> {
+    const rows = await this.em
+      .getRepository(AgentEntity)
+      .find({ where: { orgId }, order: { name: 'ASC', id: 'ASC' } });
+    return rows.map(toAgent);
+  }
+
+  /** Replaces the agent's bound skills, keeping the given order. Ids of other orgs are ignored. */
+  async setSkills(orgId: string, agentId: string, skillIds: string[]): Promise<void> {
+    await this.em.transaction(async (em) => {
+      await em.getRepository(AgentSkillEntity).delete({ orgId, agentId });
+      await em.query(
+        `INSERT INTO agent_skills (org_id, agent_id, skill_id, position)
+         SELECT s.org_id, a.id, s.id, ids.position
+         FROM unnest($3::uuid[]) WITH ORDINALITY AS ids (skill_id, position)
+         JOIN skills s ON s.id = ids.skill_id AND s.org_id = $1
+         JOIN agents a ON a.org_id = $1 AND a.id = $2`,
+        [orgId, agentId, skillIds.filter(isUuid)],
+      );
+    });
+  }
+
+  async listSkillIds(orgId: string, agentId: string): Promise<string[]> {
+    const rows = await this.em
+      .getRepository(AgentSkillEntity)
+      .find({ where: { orgId, agentId }, order: { position: 'ASC' } });
+    return rows.map((r) => r.skillId);
+  }
+}

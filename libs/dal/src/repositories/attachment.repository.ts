@@ -1,0 +1,163 @@
+import type { AttachmentKind, AttachmentManifest } from '@portal/domain';
+import { type EntityManager, In } from 'typeorm';
+import { type Db, isUuid, managerOf } from '../db.util';
+import { AttachmentBlobEntity } from '../entities/attachment-blob.entity';
+import { AttachmentPageEntity } from '../entities/attachment-page.entity';
+import { AttachmentEntity } from '../entities/attachment.entity';
+import { toAttachmentManifest } from '../mappers/attachment.mapper';
+import type { BlobVariant } from '../records.types';
+
+export interface NewAttachment {
+  userId: string;
+  conversationId?: string | null;
+  kind: AttachmentKind;
+  filename: string;
+  mimeType: string;
+  byteSize: number;
+  sha256: string;
+  /** The uploaded bytes, stored with the row. */
+  original: Buffer;
+}
+
+export type ManifestPatch = Partial<
+  Pick<
+    AttachmentManifest,
+    'status' | 'pagesRead' | 'pageCount' | 'unreadablePages' | 'headings' | 'chars' | 'picture' | 'error'
+  >
+>;
+
+export interface PageHit {
+  attachmentId: string;
+  page: number;
+  rank: number;
+  snippet: string;
+}
+
+export class AttachmentRepository {
+  private readonly em: EntityManager;
+
+  constructor(db: Db) {
+    this.em = managerOf(db);
+  }
+
+  private get attachments() {
+    return this.em.getRepository(AttachmentEntity);
+  }
+
+  /** A `pending` attachment with its original bytes. Null when the conversation is not the user's. */
+  async create(orgId: string, input: NewAttachment): Promise<AttachmentManifest | null> {
+    const conversationId = input.conversationId ?? null;
+    if (conversationId !== null && !isUuid(conversationId)) return null;
+    return this.em.transaction(async (em) => {
+      const rows: { id: string }[] = await em.query(
+        `INSERT INTO attachments (org_id, user_id, conversation_id, kind, filename, mime_type, status, byte_size, sha256)
+         SELECT $1, $2, $3, $4, $5, $6, 'pending', $7, $8
+         WHERE $3::uuid IS NULL
+           OR EXISTS (SELECT 1 FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2 AND c.id = $3)
+         RETURNING id`,
+        [
+          orgId,
+          input.userId,
+          conversationId,
+          input.kind,
+          input.filename,
+          input.mimeType,
+          input.byteSize,
+          input.sha256,
+        ],
+      );
+      if (!rows.length) return null;
+      await em.getRepository(AttachmentBlobEntity).insert({
+        attachmentId: rows[0].id,
+        variant: 'original',
+        orgId,
+        data: input.original,
+      });
+      const row = await em.getRepository(AttachmentEntity).findOneByOrFail({ orgId, id: rows[0].id });
+      return toAttachmentManifest(row);
+    });
+  }
+
+  async getManifest(orgId: string, attachmentId: string): Promise<AttachmentManifest | null> {
+    if (!isUuid(attachmentId)) return null;
+    const row = await this.attachments.findOneBy({ orgId, id: attachmentId });
+    return row && toAttachmentManifest(row);
+  }
+
+  /** The manifests found, in the order of the ids asked for; ids of other orgs are left out. */
+  async getManifests(orgId: string, attachmentIds: string[]): Promise<AttachmentManifest[]> {
+    const rows = await this.attachments.findBy({ orgId, id: In(attachmentIds.filter(isUuid)) });
+    const byId = new Map(rows.map((r) => [r.id, toAttachmentManifest(r)]));
+    return attachmentIds.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  /** Who uploaded each attachment and where: the gateway's scope check for a message's attachments. */
+  async getScopes(
+    orgId: string,
+    attachmentIds: string[],
+  ): Promise<{ id: string; userId: string; conversationId: string | null }[]> {
+    const rows = await this.attachments.find({
+      select: { id: true, userId: true, conversationId: true },
+      where: { orgId, id: In(attachmentIds.filter(isUuid)) },
+    });
+    return rows.map((r) => ({ id: r.id, userId: r.userId, conversationId: r.conversationId }));
+  }
+
+  async update(
+    orgId: string,
+    attachmentId: string,
+    patch: ManifestPatch,
+  ): Promise<AttachmentManifest | null> {
+    if (!isUuid(attachmentId)) return null;
+    if (Object.keys(patch).length) await this.attachments.update({ orgId, id: attachmentId }, patch);
+    return this.getManifest(orgId, attachmentId);
+  }
+
+  async putBlob(orgId: string, attachmentId: string, variant: BlobVariant, data: Buffer): Promise<void> {
+    await this.em.query(
+      `INSERT INTO attachment_blobs (attachment_id, variant, org_id, data)
+       SELECT a.id, $3, a.org_id, $4 FROM attachments a WHERE a.org_id = $1 AND a.id = $2
+       ON CONFLICT (attachment_id, variant) DO UPDATE SET data = EXCLUDED.data`,
+      [orgId, isUuid(attachmentId) ? attachmentId : null, variant, data],
+    );
+  }
+
+  async getBlob(
+    orgId: string,
+    attachmentId: string,
+    variant: BlobVariant = 'original',
+  ): Promise<Buffer | null> {
+    if (!isUuid(attachmentId)) return null;
+    const row = await this.em.getRepository(AttachmentBlobEntity).findOneBy({ orgId, attachmentId, variant });
+    return row?.data ?? null;
+  }
+
+  /** Stores (or replaces) the text of one page, numbered from 1; the search index follows. */
+  async savePage(orgId: string, attachmentId: string, page: number, text: string): Promise<void> {
+    await this.em.query(
+      `INSERT INTO attachment_pages (attachment_id, page, org_id, text)
+       SELECT a.id, $3, a.org_id, $4 FROM attachments a WHERE a.org_id = $1 AND a.id = $2
+       ON CONFLICT (attachment_id, page) DO UPDATE SET text = EXCLUDED.text`,
+      [orgId, isUuid(attachmentId) ? attachmentId : null, page, text],
+    );
+  }
+
+  async getPage(orgId: string, attachmentId: string, page: number): Promise<string | null> {
+    if (!isUuid(attachmentId)) return null;
+    const row = await this.em.getRepository(AttachmentPageEntity).findOneBy({ orgId, attachmentId, page });
+    return row?.text ?? null;
+  }
+
+  /** Full-text search (`simple` configuration) over the pages of the given attachments, best first. */
+  async search(orgId: string, attachmentIds: string[], query: string, limit = 10): Promise<PageHit[]> {
+    return this.em.query(
+      `SELECT p.attachment_id AS "attachmentId", p.page, ts_rank(p.tsv, q)::float8 AS rank,
+         ts_headline('simple', p.text, q, 'MaxFragments=2, MinWords=8, MaxWords=30') AS snippet
+       FROM attachment_pages p, websearch_to_tsquery('simple', $3) q
+       WHERE p.org_id = $1 AND p.attachment_id = ANY($2::uuid[]) AND p.tsv @@ q
+       ORDER BY rank DESC, p.attachment_id, p.page
+       LIMIT $4`,
+      [orgId, attachmentIds.filter(isUuid), query, limit],
+    );
+  }
+}

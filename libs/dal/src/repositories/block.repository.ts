@@ -1,0 +1,211 @@
+import { randomUUID } from 'node:crypto';
+import type { Block, Message, Role } from '@portal/domain';
+import type { EntityManager } from 'typeorm';
+import { type Db, isUuid, managerOf } from '../db.util';
+import { DalError } from '../errors';
+import {
+  type BlockRow,
+  type MessageRow,
+  type NewBlock,
+  toBlock,
+  toBlockPayload,
+  toMessage,
+} from '../mappers/block.mapper';
+
+/** Column lists aliased to entity property names, so raw rows feed the mappers directly. */
+export const MESSAGE_COLUMNS = `id, turn_id AS "turnId", seq, role, attachment_ids AS "attachmentIds"`;
+export const BLOCK_COLUMNS = `id, turn_id AS "turnId", message_id AS "messageId", seq, kind, payload`;
+
+export type StoredBlockRow = BlockRow & { turnId: string; messageId: string };
+
+interface MessageTarget {
+  id: string;
+  turnId: string;
+  conversationId: string;
+  turnN: number;
+}
+
+/** Groups block rows (ordered by seq) under message rows (ordered by seq). */
+export function assembleMessages(messages: MessageRow[], blocks: StoredBlockRow[]): Message[] {
+  const byMessage = new Map<string, Block[]>();
+  for (const row of blocks) {
+    const list = byMessage.get(row.messageId) ?? [];
+    list.push(toBlock(row));
+    byMessage.set(row.messageId, list);
+  }
+  return messages.map((m) => toMessage(m, byMessage.get(m.id) ?? []));
+}
+
+export class BlockRepository {
+  private readonly em: EntityManager;
+
+  constructor(db: Db) {
+    this.em = managerOf(db);
+  }
+
+  /**
+   * Adds a message to a turn. With `seq` it is idempotent (a message already at that position is
+   * returned as it is); without, it goes after the turn's last message. Null when the turn is not
+   * the org's.
+   */
+  async addMessage(
+    orgId: string,
+    turnId: string,
+    role: Role,
+    opts: { seq?: number; attachmentIds?: string[] } = {},
+  ): Promise<Message | null> {
+    if (!isUuid(turnId)) return null;
+    const inserted: MessageRow[] = await this.em.query(
+      `INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
+       SELECT $3, t.org_id, t.conversation_id, t.id,
+         COALESCE($4, (SELECT COALESCE(MAX(m.seq), 0) + 1 FROM messages m WHERE m.turn_id = t.id)), $5, $6
+       FROM turns t WHERE t.org_id = $1 AND t.id = $2
+       ON CONFLICT (turn_id, seq) DO NOTHING
+       RETURNING ${MESSAGE_COLUMNS}`,
+      [orgId, turnId, randomUUID(), opts.seq ?? null, role, opts.attachmentIds ?? []],
+    );
+    if (inserted.length) return toMessage(inserted[0], []);
+    if (opts.seq === undefined) return null;
+    const [existing]: MessageRow[] = await this.em.query(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE org_id = $1 AND turn_id = $2 AND seq = $3`,
+      [orgId, turnId, opts.seq],
+    );
+    if (!existing) return null;
+    const blocks: StoredBlockRow[] = await this.em.query(
+      `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND message_id = $2 ORDER BY seq`,
+      [orgId, existing.id],
+    );
+    return toMessage(existing, blocks.map(toBlock));
+  }
+
+  /**
+   * Appends blocks at the positions they carry, idempotently by (turn, seq): a block already
+   * stored at its position is kept. A position held by a different block id throws DalError
+   * `block_conflict` (someone else wrote there; re-read the turn), never silently drops the block.
+   * Block ids must be uuids. Returns the stored blocks.
+   */
+  async appendBlocks(orgId: string, messageId: string, blocks: Block[]): Promise<Block[]> {
+    for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
+    const target = await this.messageTarget(this.em, orgId, messageId);
+    await this.insert(this.em, orgId, target, blocks);
+    const stored: StoredBlockRow[] = await this.em.query(
+      `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND turn_id = $2 AND seq = ANY($3::integer[]) ORDER BY seq`,
+      [orgId, target.turnId, blocks.map((b) => b.seq)],
+    );
+    const clash = blocks.find((b) => stored.find((s) => s.seq === b.seq)?.id !== b.id);
+    if (clash) {
+      throw new DalError(
+        'block_conflict',
+        `turn ${target.turnId} already holds another block at seq ${clash.seq}`,
+      );
+    }
+    return stored.map(toBlock);
+  }
+
+  /**
+   * Appends blocks after the turn's last block, allocating ids and positions under a lock of the
+   * turn row (for writers that do not own the turn's numbering, e.g. a steering message).
+   */
+  async appendNext(orgId: string, messageId: string, blocks: NewBlock[]): Promise<Block[]> {
+    return this.em.transaction(async (em) => {
+      const target = await this.messageTarget(em, orgId, messageId, true);
+      const [{ last }] = await em.query(
+        `SELECT COALESCE(MAX(seq), 0) AS last FROM blocks WHERE turn_id = $1`,
+        [target.turnId],
+      );
+      const full = blocks.map((b, i) => ({ ...b, id: randomUUID(), seq: last + i + 1 }) as Block);
+      await this.insert(em, orgId, target, full);
+      return full;
+    });
+  }
+
+  /** Replaces a block's fields (an answered request, a finished text). Null when not found. */
+  async updateBlock(orgId: string, block: Block): Promise<Block | null> {
+    if (!isUuid(block.id)) return null;
+    const { kind, payload } = toBlockPayload(block);
+    const [rows]: [StoredBlockRow[], number] = await this.em.query(
+      `UPDATE blocks SET payload = $4, updated_at = now()
+       WHERE org_id = $1 AND id = $2 AND kind = $3 RETURNING ${BLOCK_COLUMNS}`,
+      [orgId, block.id, kind, JSON.stringify(payload)],
+    );
+    return rows.length ? toBlock(rows[0]) : null;
+  }
+
+  async getBlock(
+    orgId: string,
+    blockId: string,
+  ): Promise<{ turnId: string; messageId: string; block: Block } | null> {
+    if (!isUuid(blockId)) return null;
+    const [row]: StoredBlockRow[] = await this.em.query(
+      `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND id = $2`,
+      [orgId, blockId],
+    );
+    return row ? { turnId: row.turnId, messageId: row.messageId, block: toBlock(row) } : null;
+  }
+
+  /** A turn's messages in order, each with its blocks in order. */
+  async listTurnMessages(orgId: string, turnId: string): Promise<Message[]> {
+    if (!isUuid(turnId)) return [];
+    const [messages, blocks] = await Promise.all([
+      this.em.query(
+        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE org_id = $1 AND turn_id = $2 ORDER BY seq`,
+        [orgId, turnId],
+      ),
+      this.em.query(`SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND turn_id = $2 ORDER BY seq`, [
+        orgId,
+        turnId,
+      ]),
+    ]);
+    return assembleMessages(messages, blocks);
+  }
+
+  /** The whole transcript of a conversation, for display (not for memory: see WindowRepository). */
+  async listConversationMessages(orgId: string, conversationId: string): Promise<Message[]> {
+    if (!isUuid(conversationId)) return [];
+    const [messages, blocks] = await Promise.all([
+      this.em.query(
+        `SELECT m.id, m.turn_id AS "turnId", m.seq, m.role, m.attachment_ids AS "attachmentIds"
+         FROM messages m JOIN turns t ON t.id = m.turn_id
+         WHERE t.org_id = $1 AND t.conversation_id = $2 AND m.org_id = $1 ORDER BY t.n, m.seq`,
+        [orgId, conversationId],
+      ),
+      this.em.query(
+        `SELECT b.id, b.turn_id AS "turnId", b.message_id AS "messageId", b.seq, b.kind, b.payload
+         FROM blocks b JOIN turns t ON t.id = b.turn_id
+         WHERE t.org_id = $1 AND t.conversation_id = $2 AND b.org_id = $1 ORDER BY t.n, b.seq`,
+        [orgId, conversationId],
+      ),
+    ]);
+    return assembleMessages(messages, blocks);
+  }
+
+  private async messageTarget(em: EntityManager, orgId: string, messageId: string, lockTurn = false) {
+    const rows: MessageTarget[] = isUuid(messageId)
+      ? await em.query(
+          `SELECT m.id, m.turn_id AS "turnId", m.conversation_id AS "conversationId", t.n AS "turnN"
+           FROM messages m JOIN turns t ON t.id = m.turn_id
+           WHERE m.org_id = $1 AND m.id = $2 ${lockTurn ? 'FOR UPDATE OF t' : ''}`,
+          [orgId, messageId],
+        )
+      : [];
+    if (!rows.length) throw new DalError('not_found', `message ${messageId} not found`);
+    return rows[0];
+  }
+
+  private async insert(
+    em: EntityManager,
+    orgId: string,
+    target: MessageTarget,
+    blocks: Block[],
+  ): Promise<void> {
+    if (!blocks.length) return;
+    const records = blocks.map((b) => ({ id: b.id, seq: b.seq, ...toBlockPayload(b) }));
+    await em.query(
+      `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+       SELECT b.id, $1, $2, $3, $4, $5, b.seq, b.kind, b.payload
+       FROM jsonb_to_recordset($6::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
+       ON CONFLICT (turn_id, seq) DO NOTHING`,
+      [orgId, target.conversationId, target.turnId, target.turnN, target.id, JSON.stringify(records)],
+    );
+  }
+}

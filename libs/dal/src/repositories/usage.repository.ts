@@ -1,0 +1,47 @@
+import type { EntityManager } from 'typeorm';
+import { type Db, isUuid, managerOf } from '../db.util';
+import { UsageRowEntity } from '../entities/usage-row.entity';
+import { toUsageRow } from '../mappers/records.mapper';
+import type { UsageRow } from '../records.types';
+
+export class UsageRepository {
+  private readonly em: EntityManager;
+
+  constructor(db: Db) {
+    this.em = managerOf(db);
+  }
+
+  /**
+   * Records one model call's usage. With `callKey` (unique per turn) a repeated job records it
+   * once. Returns false when the turn is not the org's or the key was already recorded.
+   */
+  async add(orgId: string, row: UsageRow & { callKey?: string }): Promise<boolean> {
+    if (!isUuid(row.turnId)) return false;
+    const inserted = await this.em.query(
+      `INSERT INTO usage_rows (org_id, turn_id, kind, model, input_tokens, output_tokens, cached_tokens, cost, call_key)
+       SELECT t.org_id, t.id, $3, $4, $5, $6, $7, $8, $9 FROM turns t WHERE t.org_id = $1 AND t.id = $2
+       ON CONFLICT (turn_id, call_key) DO NOTHING RETURNING id`,
+      [
+        orgId,
+        row.turnId,
+        row.kind,
+        row.model,
+        row.inputTokens,
+        row.outputTokens,
+        row.cachedTokens,
+        row.cost,
+        row.callKey ?? null,
+      ],
+    );
+    return inserted.length > 0;
+  }
+
+  /** In the order recorded. */
+  async listForTurn(orgId: string, turnId: string): Promise<UsageRow[]> {
+    if (!isUuid(turnId)) return [];
+    const rows = await this.em
+      .getRepository(UsageRowEntity)
+      .find({ where: { orgId, turnId }, order: { createdAt: 'ASC', id: 'ASC' } });
+    return rows.map(toUsageRow);
+  }
+}

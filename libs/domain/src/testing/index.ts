@@ -1,0 +1,2 @@
+export * from './turn.builders';
+export * from './turn.arbitrary';

@@ -1,0 +1,91 @@
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { randomUUID } from 'node:crypto';
+import IORedis from 'ioredis';
+import { QueueName, type JobData } from '@portal/contracts';
+import {
+  JobHandler,
+  QueueModule,
+  QueueService,
+  WorkerHost,
+  type JobHandlerOf,
+  queueKeyPrefix,
+} from './index';
+
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+function received() {
+  let resolve!: (data: JobData<'run-turn'>) => void;
+  const promise = new Promise<JobData<'run-turn'>>((r) => (resolve = r));
+  return { promise, resolve };
+}
+const seen = received();
+
+@JobHandler('run-turn')
+@Injectable()
+class RunTurnHandler implements JobHandlerOf<'run-turn'> {
+  async handle(data: JobData<'run-turn'>): Promise<void> {
+    seen.resolve(data);
+  }
+}
+
+@JobHandler('run-turn')
+@Injectable()
+class SecondRunTurnHandler implements JobHandlerOf<'run-turn'> {
+  async handle(): Promise<void> {}
+}
+
+async function boot(prefix: string, handlers: Array<new (...args: never[]) => unknown>) {
+  @Module({ imports: [QueueModule.forRoot({ redisUrl, prefix })], providers: handlers })
+  class TestModule {}
+  return NestFactory.createApplicationContext(TestModule, { logger: false });
+}
+
+describe('QueueService with the real Redis', () => {
+  const prefix = `test-${randomUUID().slice(0, 8)}`;
+  const redis = new IORedis(redisUrl);
+
+  afterAll(async () => {
+    const keys = await redis.keys(`{${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it('carries a job from producer to its one handler, under the prefixed, hash-tagged keys', async () => {
+    const app = await boot(prefix, [RunTurnHandler]);
+    try {
+      app.get(WorkerHost).start([QueueName.Turns]);
+      await app.get(QueueService).enqueue('run-turn', { orgId: 'acme', turnId: 't-1' });
+      await expect(seen.promise).resolves.toEqual({ orgId: 'acme', turnId: 't-1' });
+      const keys = await redis.keys(`${queueKeyPrefix(prefix, QueueName.Turns)}:turns:*`);
+      expect(keys.length).toBeGreaterThan(0);
+    } finally {
+      await app.get(QueueService).close();
+      await app.close();
+    }
+  });
+
+  it('refuses to start when a consumed job has no handler', async () => {
+    const app = await boot(prefix, []);
+    try {
+      expect(() => app.get(WorkerHost).start([QueueName.Turns])).toThrow(
+        'Job "run-turn" needs exactly one handler, found 0 (none)',
+      );
+    } finally {
+      await app.get(QueueService).close();
+      await app.close();
+    }
+  });
+
+  it('refuses to start when a job has two handlers', async () => {
+    const app = await boot(prefix, [RunTurnHandler, SecondRunTurnHandler]);
+    try {
+      expect(() => app.get(WorkerHost).start([QueueName.Turns])).toThrow(
+        'Job "run-turn" needs exactly one handler, found 2 (RunTurnHandler, SecondRunTurnHandler)',
+      );
+    } finally {
+      await app.get(QueueService).close();
+      await app.close();
+    }
+  });
+});
