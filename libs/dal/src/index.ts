@@ -21,3 +21,4 @@ export * from './repositories/turn.repository';
 export * from './repositories/usage.repository';
 export * from './repositories/user.repository';
 export * from './repositories/window.repository';
+export * from './dal.module';

@@ -49,6 +49,10 @@ export class TurnEntity {
   @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
   leaseExpiresAt!: Date | null;
 
+  /** Set by the gateway's cancel; the worker running the turn cuts it off. */
+  @Column({ name: 'cancel_requested_at', type: 'timestamptz', nullable: true })
+  cancelRequestedAt!: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

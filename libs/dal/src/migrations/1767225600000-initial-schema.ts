@@ -117,6 +117,7 @@ CREATE TABLE turns (
   attempt integer NOT NULL DEFAULT 0,
   lease_owner text,
   lease_expires_at timestamptz,
+  cancel_requested_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
   UNIQUE (conversation_id, n)

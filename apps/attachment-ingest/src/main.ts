@@ -1,0 +1,24 @@
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { QueueName } from '@portal/contracts';
+import { bootWorker, configOrExit } from '@portal/queue';
+import { AppModule } from './app.module';
+import { readConfig } from './config';
+
+const config = configOrExit(() => readConfig(process.env));
+
+void bootWorker({
+  name: 'attachment-ingest',
+  module: AppModule.forRoot(config),
+  queues: [QueueName.Attachments],
+  healthPort: config.healthPort,
+  ready: (app) => async () => ({
+    database: await app
+      .get(DataSource)
+      .query('SELECT 1')
+      .then(
+        () => true,
+        () => false,
+      ),
+  }),
+});

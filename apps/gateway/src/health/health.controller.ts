@@ -1,0 +1,30 @@
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { DataSource } from 'typeorm';
+import { QueueService } from '@portal/queue';
+
+@Controller('health')
+export class HealthController {
+  constructor(
+    @Inject(DataSource) private readonly dataSource: DataSource,
+    @Inject(QueueService) private readonly queues: QueueService,
+  ) {}
+
+  @Get('live')
+  live() {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  async ready(@Res() reply: FastifyReply) {
+    const checks = {
+      database: await this.dataSource.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+      redis: await this.queues.ping(),
+    };
+    const ok = Object.values(checks).every(Boolean);
+    reply.status(ok ? 200 : 503).send({ status: 'checked', checks });
+  }
+}

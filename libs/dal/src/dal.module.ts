@@ -1,0 +1,52 @@
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { createDataSource } from './data-source';
+import { AgentRepository } from './repositories/agent.repository';
+import { AttachmentRepository } from './repositories/attachment.repository';
+import { BlockRepository } from './repositories/block.repository';
+import { ConversationRepository } from './repositories/conversation.repository';
+import { OrgRepository } from './repositories/org.repository';
+import { SkillRepository } from './repositories/skill.repository';
+import { ToolResultRepository } from './repositories/tool-result.repository';
+import { TraceRepository } from './repositories/trace.repository';
+import { TurnRepository } from './repositories/turn.repository';
+import { UsageRepository } from './repositories/usage.repository';
+import { UserRepository } from './repositories/user.repository';
+import { WindowRepository } from './repositories/window.repository';
+
+export const REPOSITORIES = [
+  AgentRepository,
+  AttachmentRepository,
+  BlockRepository,
+  ConversationRepository,
+  OrgRepository,
+  SkillRepository,
+  ToolResultRepository,
+  TraceRepository,
+  TurnRepository,
+  UsageRepository,
+  UserRepository,
+  WindowRepository,
+] as const;
+
+/** The initialised DataSource and every repository, for the apps' dependency injection. */
+@Module({})
+export class DalModule {
+  static forRoot(databaseUrl: string, poolSize = 10): DynamicModule {
+    const dataSource: Provider = {
+      provide: DataSource,
+      useFactory: () => createDataSource(databaseUrl, { extra: { max: poolSize } }).initialize(),
+    };
+    const repositories: Provider[] = REPOSITORIES.map((Repository) => ({
+      provide: Repository,
+      useFactory: (ds: DataSource) => new Repository(ds),
+      inject: [DataSource],
+    }));
+    return {
+      module: DalModule,
+      global: true,
+      providers: [dataSource, ...repositories],
+      exports: [DataSource, ...REPOSITORIES],
+    };
+  }
+}

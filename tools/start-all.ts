@@ -1,0 +1,49 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { migrate } from './migrate';
+
+/** `npm start`: migrates, then runs every service as its own process, each line prefixed by its name. */
+const APPS = ['gateway', 'turn-orchestrator', 'attachment-ingest', 'compaction-worker'];
+
+async function main() {
+  await migrate();
+  const children: ChildProcess[] = APPS.map((app) => {
+    const entry = path.join(__dirname, '..', 'apps', app, 'src', 'main.js');
+    const child = spawn(
+      process.execPath,
+      ['-r', path.join(__dirname, '..', '..', 'tools', 'dist-paths.js'), '--enable-source-maps', entry],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const prefix = (line: string) => `[${app}] ${line}`;
+    for (const stream of [child.stdout, child.stderr]) {
+      let rest = '';
+      stream?.on('data', (chunk: Buffer) => {
+        const lines = (rest + chunk.toString()).split('\n');
+        rest = lines.pop() ?? '';
+        for (const line of lines)
+          (stream === child.stderr ? process.stderr : process.stdout).write(prefix(line) + '\n');
+      });
+    }
+    child.on('exit', (code, signal) => {
+      console.log(prefix(`exited (${signal ?? code})`));
+      if (!stopping) shutdown(code ?? 1);
+    });
+    return child;
+  });
+
+  let stopping = false;
+  function shutdown(code: number) {
+    stopping = true;
+    for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+    Promise.all(
+      children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null)),
+    ).then(() => process.exit(code));
+  }
+  process.on('SIGINT', () => shutdown(0));
+  process.on('SIGTERM', () => shutdown(0));
+}
+
+main().catch((err) => {
+  console.error(`start failed: ${(err as Error).message}`);
+  process.exit(1);
+});
