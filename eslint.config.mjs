@@ -51,6 +51,11 @@ export default tseslint.config(
     },
   },
   {
+    // Tests and their helpers read untyped JSON from HTTP answers.
+    files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'libs/testing/src/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: {
       globals: {

@@ -24,6 +24,7 @@ module.exports = {
     '^@portal/(.*)$': '<rootDir>/libs/$1/src/index.ts',
   },
   setupFiles: ['reflect-metadata'],
+  globalSetup: '<rootDir>/tools/jest-global-setup.js',
   testTimeout: 30000,
   maxWorkers: 2,
 };

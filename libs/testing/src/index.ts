@@ -1,2 +1,3 @@
 export * from './fake-openai';
 export * from './database.util';
+export * from './e2e';

@@ -1,0 +1,2 @@
+export * from './portal.harness';
+export * from './api.client';
