@@ -7,7 +7,7 @@ const swcForJs = {
 };
 
 // NestJS 12 ships as ES modules; Jest on Node 20 cannot require() them, so swc compiles them to CommonJS.
-const esmPackages = ['@nestjs', '@fastify', 'fastify'];
+const esmPackages = ['@nestjs', '@fastify', 'fastify', 'content-disposition'];
 
 /** One runner for every tier: unit (*.spec.ts), integration (*.int-spec.ts), end to end (apps/<app>/test). */
 module.exports = {

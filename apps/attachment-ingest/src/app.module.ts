@@ -1,7 +1,13 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DalModule } from '@portal/dal';
-import { QueueModule } from '@portal/queue';
-import type { AttachmentIngestConfig } from './config';
+import { ConversationEvents, QueueModule } from '@portal/queue';
+import { AttachmentEvents } from './attachment-events';
+import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
+import { DocumentIngestService } from './document-ingest.service';
+import { IngestAttachmentHandler } from './ingest-attachment.handler';
+import { ImageRepository } from './media/image.repository';
+import { PdfRepository } from './media/pdf.repository';
+import { PictureIngestService } from './picture-ingest.service';
 
 @Module({})
 export class AppModule {
@@ -9,7 +15,18 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
-      providers: [],
+      providers: [
+        { provide: INGEST_CONFIG, useValue: config },
+        { provide: ImageRepository, useFactory: () => new ImageRepository() },
+        { provide: PdfRepository, useFactory: () => new PdfRepository() },
+        {
+          provide: AttachmentEvents,
+          useFactory: () => new AttachmentEvents(new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs)),
+        },
+        PictureIngestService,
+        DocumentIngestService,
+        IngestAttachmentHandler,
+      ],
     };
   }
 }

@@ -1,9 +1,47 @@
 import { envInt, readCommonConfig, type CommonConfig, type Env } from '@portal/contracts';
+import { loadCatalogue, type ModelEntry } from '@portal/model';
+import { limitsFromEnv } from '@portal/prompt';
+
+export interface IngestLimits {
+  /** Pictures with more pixels than this (width × height) are refused before decoding. */
+  maxPixels: number;
+  /** PDFs with more pages are refused. */
+  pdfMaxPages: number;
+  /** Time one PDF may take, all pages together; its reader is killed after it. */
+  pdfTimeoutMs: number;
+  /** Heap of the PDF reader's worker thread. */
+  pdfMemoryMb: number;
+  /** Characters of one page of a text file. */
+  textPageChars: number;
+  /** Headings kept in a manifest (SPEC `HEADINGS`). */
+  headings: number;
+}
 
 export interface AttachmentIngestConfig extends CommonConfig {
   healthPort: number;
+  catalogue: ModelEntry[];
+  limits: IngestLimits;
+}
+
+/** Nest injection token of the app's one config object. */
+export const INGEST_CONFIG = Symbol('INGEST_CONFIG');
+
+export function readIngestLimits(env: Env): IngestLimits {
+  return {
+    maxPixels: envInt(env, 'INGEST_MAX_PIXELS', 50_000_000, { min: 1 }),
+    pdfMaxPages: envInt(env, 'INGEST_PDF_MAX_PAGES', 2000, { min: 1 }),
+    pdfTimeoutMs: envInt(env, 'INGEST_PDF_TIMEOUT_MS', 120_000, { min: 100 }),
+    pdfMemoryMb: envInt(env, 'INGEST_PDF_MEMORY_MB', 512, { min: 32 }),
+    textPageChars: envInt(env, 'INGEST_TEXT_PAGE_CHARS', 4000, { min: 100 }),
+    headings: limitsFromEnv(env).HEADINGS,
+  };
 }
 
 export function readConfig(env: Env): AttachmentIngestConfig {
-  return { ...readCommonConfig(env), healthPort: envInt(env, 'HEALTH_PORT', 3102, { min: 1, max: 65535 }) };
+  return {
+    ...readCommonConfig(env),
+    healthPort: envInt(env, 'HEALTH_PORT', 3102, { min: 1, max: 65535 }),
+    catalogue: loadCatalogue(env),
+    limits: readIngestLimits(env),
+  };
 }

@@ -1,7 +1,24 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { DalModule } from '@portal/dal';
-import { QueueModule } from '@portal/queue';
+import { ModelClientFactory } from '@portal/model';
+import { ConversationEvents, QueueModule } from '@portal/queue';
+import { CompactHandler } from './compact.handler';
+import { CompactionService } from './compaction.service';
 import type { CompactionWorkerConfig } from './config';
+
+/** Closes the model clients (and the built-in local model) and the event stream on shutdown. */
+@Injectable()
+class Closer implements OnModuleDestroy {
+  constructor(
+    @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
+    @Inject(ConversationEvents) private readonly events: ConversationEvents,
+  ) {}
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all([this.models.close(), this.events.close()]);
+  }
+}
 
 @Module({})
 export class AppModule {
@@ -9,7 +26,21 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
-      providers: [],
+      providers: [
+        { provide: ModelClientFactory, useFactory: () => new ModelClientFactory() },
+        {
+          provide: ConversationEvents,
+          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
+        },
+        {
+          provide: CompactionService,
+          useFactory: (db: DataSource, events: ConversationEvents, models: ModelClientFactory) =>
+            new CompactionService({ db, events, models, catalogue: config.models, limits: config.limits }),
+          inject: [DataSource, ConversationEvents, ModelClientFactory],
+        },
+        CompactHandler,
+        Closer,
+      ],
     };
   }
 }

@@ -1,20 +1,56 @@
-import { envInt, envString, readCommonConfig, type CommonConfig, type Env } from '@portal/contracts';
+import {
+  ConfigError,
+  envInt,
+  envString,
+  readCommonConfig,
+  type CommonConfig,
+  type Env,
+} from '@portal/contracts';
+import { readPortalFloor } from '@portal/dal';
+import { loadCatalogue, type ModelEntry } from '@portal/model';
+import { limitsFromEnv, type Limits } from '@portal/prompt';
+import { readAttachmentsConfig, type AttachmentsConfig } from './attachments/attachments.config';
 
 export interface GatewayConfig extends CommonConfig {
   port: number;
   host: string;
-  modelsFile: string | null;
   bootstrapFile: string | null;
-  eventRetentionMs: number;
+  /** The model catalogue; the first entry is the default model. */
+  catalogue: ModelEntry[];
+  /** URL prefixes an agent's HTTP tools must start with (PORTAL_TOOL_URL_ALLOW). */
+  toolUrlAllow: string[];
+  limits: Limits;
+  /** Layer 1's first part: the bootstrap file's `portalFloor`, else the default. */
+  portalFloor: string;
+  attachments: AttachmentsConfig;
 }
+
+/** Nest injection token of the gateway's one config object. */
+export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');
 
 export function readConfig(env: Env): GatewayConfig {
   return {
     ...readCommonConfig(env),
     port: envInt(env, 'PORT', 3000, { min: 1, max: 65535 }),
     host: envString(env, 'HOST', '0.0.0.0'),
-    modelsFile: env.PORTAL_MODELS_FILE || null,
     bootstrapFile: env.PORTAL_BOOTSTRAP_FILE || null,
-    eventRetentionMs: envInt(env, 'EVENT_RETENTION_MS', 24 * 60 * 60 * 1000, { min: 60_000 }),
+    catalogue: loadCatalogue(env),
+    toolUrlAllow: readToolUrlAllow(env),
+    limits: limitsFromEnv(env),
+    portalFloor: readPortalFloor(env.PORTAL_BOOTSTRAP_FILE || null),
+    attachments: readAttachmentsConfig(env),
   };
+}
+
+function readToolUrlAllow(env: Env): string[] {
+  const prefixes = envString(env, 'PORTAL_TOOL_URL_ALLOW', '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  for (const prefix of prefixes) {
+    if (!/^https?:\/\/[^/?#]+/.test(prefix)) {
+      throw new ConfigError('PORTAL_TOOL_URL_ALLOW', `entries must be http(s) URL prefixes, got "${prefix}"`);
+    }
+  }
+  return prefixes;
 }

@@ -1,18 +1,20 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Logger } from '@nestjs/common';
 import { configOrExit } from '@portal/queue';
-import { AppModule } from './app.module';
 import { readConfig } from './config';
+import { createGatewayApp } from './gateway-app.util';
 
 async function main() {
   const config = configOrExit(() => readConfig(process.env));
-  const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.forRoot(config),
-    new FastifyAdapter(),
-  );
+  const app = await createGatewayApp(config);
+  // SIGTERM/SIGINT close the SSE streams, then the server, then queue, Redis and database connections.
   app.enableShutdownHooks();
+  // listen() initialises the app first: the bootstrap file is applied before the port opens.
   await app.listen(config.port, config.host);
+  new Logger('Gateway').log(`listening on ${config.host}:${config.port}`);
 }
 
-void main();
+main().catch((err: Error) => {
+  console.error(`gateway failed to start: ${err.message}`);
+  process.exit(1);
+});

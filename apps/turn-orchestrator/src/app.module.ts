@@ -1,15 +1,69 @@
-import { Module, type DynamicModule } from '@nestjs/common';
-import { DalModule } from '@portal/dal';
-import { QueueModule } from '@portal/queue';
+import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { DalModule, PromptInputLoader } from '@portal/dal';
+import { ModelClientFactory } from '@portal/model';
+import { ConversationEvents, QueueModule } from '@portal/queue';
+import { DataSource } from 'typeorm';
 import type { TurnOrchestratorConfig } from './config';
+import { CONFIG } from './config.token';
+import { TOOL_PROVIDERS } from './tools/tool-registry.service';
+import { CancelListener } from './turn/cancel-listener.service';
+import { CompactionGate } from './turn/compaction-gate.service';
+import { ModelCaller } from './turn/model-call.service';
+import { RetryPolicy } from './turn/retry-policy.service';
+import { RunTurnHandler } from './turn/run-turn.handler';
+import { TitleService } from './turn/title.service';
+import { TurnReconciler } from './turn/turn-reconciler.service';
+import { TurnRunner } from './turn/turn-runner.service';
+import { TurnStore } from './turn/turn-store.service';
 
 @Module({})
-export class AppModule {
+export class AppModule implements OnApplicationShutdown {
+  constructor(
+    @Inject(ConversationEvents) private readonly events: ConversationEvents,
+    @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
+    @Inject(DataSource) private readonly dataSource: DataSource,
+  ) {}
+
   static forRoot(config: TurnOrchestratorConfig): DynamicModule {
     return {
       module: AppModule,
       imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
-      providers: [],
+      providers: [
+        { provide: CONFIG, useValue: config },
+        {
+          provide: ConversationEvents,
+          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix),
+        },
+        {
+          provide: ModelClientFactory,
+          useFactory: () =>
+            new ModelClientFactory({
+              timeoutMs: config.modelTimeoutMs,
+              idleTimeoutMs: config.modelIdleTimeoutMs,
+            }),
+        },
+        {
+          provide: PromptInputLoader,
+          useFactory: (dataSource: DataSource) => new PromptInputLoader(dataSource),
+          inject: [DataSource],
+        },
+        ...TOOL_PROVIDERS,
+        CancelListener,
+        CompactionGate,
+        ModelCaller,
+        RetryPolicy,
+        TitleService,
+        TurnStore,
+        TurnRunner,
+        RunTurnHandler,
+        TurnReconciler,
+      ],
     };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.events.close();
+    await this.models.close();
+    if (this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 }

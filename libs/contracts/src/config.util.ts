@@ -47,11 +47,31 @@ export function envUrl(env: Env, name: string, fallback: string, protocols: stri
   return value;
 }
 
+/** A duration as `250ms`, `90s`, `30m`, `24h`, `7d`, or a plain number of milliseconds. */
+export function envDuration(
+  env: Env,
+  name: string,
+  fallbackMs: number,
+  range: { minMs?: number } = {},
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallbackMs;
+  const match = /^(\d+)(ms|s|m|h|d)?$/.exec(raw.trim());
+  if (!match) throw new ConfigError(name, `must be a duration like 24h, 30m or 90s, got "${raw}"`);
+  const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] ?? 'ms'] as number;
+  const value = Number(match[1]) * unitMs;
+  if (range.minMs !== undefined && value < range.minMs)
+    throw new ConfigError(name, `must be at least ${range.minMs} ms`);
+  return value;
+}
+
 /** What every service reads: where Postgres and Redis are and the Redis key prefix. */
 export interface CommonConfig {
   databaseUrl: string;
   redisUrl: string;
   prefix: string;
+  /** How long a conversation's events stay replayable for `Last-Event-ID` (EVENT_RETENTION). */
+  eventRetentionMs: number;
 }
 
 export function readCommonConfig(env: Env): CommonConfig {
@@ -66,5 +86,6 @@ export function readCommonConfig(env: Env): CommonConfig {
     ]),
     redisUrl: envUrl(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     prefix,
+    eventRetentionMs: envDuration(env, 'EVENT_RETENTION', 24 * 3_600_000, { minMs: 60_000 }),
   };
 }

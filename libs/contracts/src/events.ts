@@ -1,4 +1,4 @@
-import type { Block, TurnStatus } from '@portal/domain';
+import type { AttachmentManifest, Block, TurnStatus } from '@portal/domain';
 
 /** Server-Sent Events of a conversation (API.md "Events"). The stream id is the SSE `id:`. */
 export type PortalEvent =
@@ -11,7 +11,9 @@ export type PortalEvent =
   | { type: 'compaction_started'; turnId: string }
   | { type: 'compaction_finished'; turnId: string; block: Block }
   | { type: 'usage'; turnId: string; row: UsageRowDto }
-  | { type: 'turn_finished'; turnId: string; status: TurnStatus; error?: string };
+  | { type: 'turn_finished'; turnId: string; status: TurnStatus; error?: string }
+  /** Reading progress of an attachment of the conversation; not tied to a turn. */
+  | { type: 'attachment_progress'; turnId?: undefined; attachment: AttachmentManifest };
 
 export type PortalEventType = PortalEvent['type'];
 
@@ -27,4 +29,9 @@ export interface UsageRowDto {
 /** Redis stream key of a conversation's events, under the portal prefix. */
 export function conversationEventsKey(prefix: string, conversationId: string): string {
   return `${prefix}:events:{${conversationId}}`;
+}
+
+/** Redis pub/sub channel on which the gateway announces a cancelled turn's id to the workers. */
+export function cancelChannel(prefix: string): string {
+  return `${prefix}:cancel`;
 }

@@ -1,4 +1,4 @@
-import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Inject, Module, type DynamicModule, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { createDataSource } from './data-source';
 import { AgentRepository } from './repositories/agent.repository';
@@ -31,7 +31,13 @@ export const REPOSITORIES = [
 
 /** The initialised DataSource and every repository, for the apps' dependency injection. */
 @Module({})
-export class DalModule {
+export class DalModule implements OnApplicationShutdown {
+  constructor(@Inject(DataSource) private readonly dataSource: DataSource) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+
   static forRoot(databaseUrl: string, poolSize = 10): DynamicModule {
     const dataSource: Provider = {
       provide: DataSource,

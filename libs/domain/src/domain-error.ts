@@ -9,6 +9,8 @@ export const ERROR_CODES = [
   'model_cannot_see',
   'compact_refused',
   'turn_paused',
+  'request_not_pending',
+  'conflict',
   'unsupported_type',
   'too_large',
   'invalid_transition',

@@ -6,3 +6,5 @@ export * from './tokens';
 export * from './attachments';
 export * from './memory';
 export * from './prompt-stack';
+export * from './title';
+export * from './compaction-prompt';

@@ -88,7 +88,7 @@ export class ConversationEvents {
       }
     } finally {
       signal.removeEventListener('abort', stop);
-      reader.disconnect();
+      if (reader.status !== 'end') reader.disconnect();
     }
   }
 

@@ -16,6 +16,7 @@ export class QueueService {
   private readonly connection: Redis;
   private readonly queues = new Map<QueueName, Queue>();
   private readonly workers: Worker[] = [];
+  private readonly workerConnections: Redis[] = [];
   private readonly shutdown = new AbortController();
 
   constructor(private readonly options: QueueConnectionOptions) {
@@ -55,6 +56,8 @@ export class QueueService {
   /** Starts consuming `queues`; each job goes to `process` with its name. */
   consume(queues: QueueName[], process: JobProcessor): void {
     for (const name of queues) {
+      const connection = this.connection.duplicate();
+      this.workerConnections.push(connection);
       const worker = new Worker(
         name,
         (job: BullJob) =>
@@ -64,7 +67,7 @@ export class QueueService {
             signal: this.shutdown.signal,
           }),
         {
-          connection: this.connection.duplicate(),
+          connection,
           prefix: queueKeyPrefix(this.options.prefix, name),
           ...WORKER_OPTIONS[name],
         },
@@ -79,6 +82,7 @@ export class QueueService {
     this.shutdown.abort();
     await Promise.all(this.workers.map((w) => w.close()));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
+    for (const connection of this.workerConnections) connection.disconnect();
     this.connection.disconnect();
   }
 }

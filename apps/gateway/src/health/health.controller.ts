@@ -2,7 +2,9 @@ import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
 import { QueueService } from '@portal/queue';
+import { Public } from '../common/auth.decorator';
 
+@Public()
 @Controller('health')
 export class HealthController {
   constructor(

@@ -37,6 +37,27 @@ export class AgentRepository {
     return { ...agent, orgId };
   }
 
+  /** Inserts a new agent; null when the org already has one with this id (nothing is changed). */
+  async create(orgId: string, agent: AgentInput): Promise<Agent | null> {
+    const rows: unknown[] = await this.em.query(
+      `INSERT INTO agents (org_id, id, name, instructions, model, effort, tools, reviewer, compaction_guidance)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT (org_id, id) DO NOTHING RETURNING id`,
+      [
+        orgId,
+        agent.id,
+        agent.name,
+        agent.instructions,
+        agent.model,
+        agent.effort,
+        JSON.stringify(agent.tools),
+        agent.reviewer,
+        agent.compactionGuidance,
+      ],
+    );
+    return rows.length ? { ...agent, orgId } : null;
+  }
+
   async get(orgId: string, agentId: string): Promise<Agent | null> {
     const row = await this.em.getRepository(AgentEntity).findOneBy({ orgId, id: agentId });
     return row && toAgent(row);

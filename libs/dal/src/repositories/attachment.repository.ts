@@ -26,6 +26,9 @@ export type ManifestPatch = Partial<
   >
 >;
 
+/** Between two pages of a document's whole text. */
+export const PAGE_SEPARATOR = '\n\n';
+
 export interface PageHit {
   attachmentId: string;
   page: number;
@@ -146,6 +149,56 @@ export class AttachmentRepository {
     if (!isUuid(attachmentId)) return null;
     const row = await this.em.getRepository(AttachmentPageEntity).findOneBy({ orgId, attachmentId, page });
     return row?.text ?? null;
+  }
+
+  /** The whole text of each attachment asked for, pages joined in order; ids without pages are left out. */
+  async getTexts(orgId: string, attachmentIds: string[]): Promise<Map<string, string>> {
+    const ids = attachmentIds.filter(isUuid);
+    if (!ids.length) return new Map();
+    const rows: { id: string; text: string }[] = await this.em.query(
+      `SELECT attachment_id AS id, string_agg(text, $3 ORDER BY page) AS text FROM attachment_pages
+       WHERE org_id = $1 AND attachment_id = ANY($2::uuid[]) GROUP BY attachment_id`,
+      [orgId, ids, PAGE_SEPARATOR],
+    );
+    return new Map(rows.map((r) => [r.id, r.text]));
+  }
+
+  /** Every page of a document, in order. */
+  async getPages(orgId: string, attachmentId: string): Promise<{ page: number; text: string }[]> {
+    if (!isUuid(attachmentId)) return [];
+    const rows = await this.em
+      .getRepository(AttachmentPageEntity)
+      .find({ where: { orgId, attachmentId }, order: { page: 'ASC' } });
+    return rows.map((r) => ({ page: r.page, text: r.text }));
+  }
+
+  /** Removes the pages after `lastPage`: a re-read that found fewer pages leaves none behind. */
+  async deletePagesAfter(orgId: string, attachmentId: string, lastPage: number): Promise<void> {
+    if (!isUuid(attachmentId)) return;
+    await this.em.query(
+      `DELETE FROM attachment_pages WHERE org_id = $1 AND attachment_id = $2 AND page > $3`,
+      [orgId, attachmentId, lastPage],
+    );
+  }
+
+  /**
+   * The attachments of a conversation, oldest first: those uploaded to it and those its messages
+   * carry. What the model's attachment tools may read.
+   */
+  async listForConversation(orgId: string, conversationId: string): Promise<AttachmentManifest[]> {
+    if (!isUuid(conversationId)) return [];
+    const rows: { id: string }[] = await this.em.query(
+      `SELECT a.id FROM attachments a
+       WHERE a.org_id = $1 AND (
+         a.conversation_id = $2
+         OR a.id IN (SELECT unnest(m.attachment_ids) FROM messages m WHERE m.org_id = $1 AND m.conversation_id = $2))
+       ORDER BY a.created_at, a.id`,
+      [orgId, conversationId],
+    );
+    return this.getManifests(
+      orgId,
+      rows.map((r) => r.id),
+    );
   }
 
   /** Full-text search (`simple` configuration) over the pages of the given attachments, best first. */

@@ -44,6 +44,27 @@ export class SkillRepository {
     return { ...skill, orgId, id };
   }
 
+  /** Inserts a new skill; null when the org already has one with this slug (nothing is changed). */
+  async create(orgId: string, skill: SkillInput): Promise<Skill | null> {
+    const rows: { id: string }[] = await this.em.query(
+      `INSERT INTO skills (org_id, slug, name, description, instructions, visibility, owner_id, status, published)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT (org_id, slug) DO NOTHING RETURNING id`,
+      [
+        orgId,
+        skill.slug,
+        skill.name,
+        skill.description,
+        skill.instructions,
+        skill.visibility,
+        skill.ownerId,
+        skill.status,
+        skill.published,
+      ],
+    );
+    return rows.length ? { ...skill, orgId, id: rows[0].id } : null;
+  }
+
   async get(orgId: string, skillId: string): Promise<Skill | null> {
     if (!isUuid(skillId)) return null;
     const row = await this.skills.findOneBy({ orgId, id: skillId });

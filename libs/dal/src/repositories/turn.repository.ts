@@ -20,6 +20,12 @@ export interface NewTurn {
 
 const ACTIVE: TurnStatus[] = ['queued', 'running', 'paused'];
 
+export interface LockedTurn {
+  turn: Turn;
+  leaseOwner: string | null;
+  cancelRequested: boolean;
+}
+
 export class TurnRepository {
   private readonly em: EntityManager;
 
@@ -174,6 +180,20 @@ export class TurnRepository {
     return result.affected ? this.get(orgId, turnId) : null;
   }
 
+  /**
+   * Marks a queued, running or paused turn for cancelling (the first request's time is kept).
+   * Null when the turn is not the org's or has already settled.
+   */
+  async requestCancel(orgId: string, turnId: string): Promise<Turn | null> {
+    if (!isUuid(turnId)) return null;
+    const [rows] = await this.em.query(
+      `UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
+       WHERE org_id = $1 AND id = $2 AND status = ANY($3) RETURNING id`,
+      [orgId, turnId, ACTIVE],
+    );
+    return rows.length ? this.get(orgId, turnId) : null;
+  }
+
   /** Each call on the turn's own model overwrites this with its input tokens. */
   async setContextTokens(orgId: string, turnId: string, contextTokens: number): Promise<void> {
     if (!isUuid(turnId)) return;
@@ -195,6 +215,56 @@ export class TurnRepository {
       [orgId, turnId, owner, leaseMs],
     );
     return rows.length ? this.get(orgId, turnId) : null;
+  }
+
+  /**
+   * Locks the turn row until the surrounding transaction ends (TypeORM refuses outside one), so
+   * writers that also lock it (BlockRepository.appendNext) wait. With the lease and the cancel flag.
+   */
+  async lockForUpdate(orgId: string, turnId: string): Promise<LockedTurn | null> {
+    if (!isUuid(turnId)) return null;
+    const row = await this.turns
+      .createQueryBuilder('t')
+      .setLock('pessimistic_write')
+      .where('t.orgId = :orgId AND t.id = :turnId', { orgId, turnId })
+      .getOne();
+    return row && { turn: toTurn(row), leaseOwner: row.leaseOwner, cancelRequested: !!row.cancelRequestedAt };
+  }
+
+  async isCancelRequested(orgId: string, turnId: string): Promise<boolean> {
+    if (!isUuid(turnId)) return false;
+    const rows: unknown[] = await this.em.query(
+      `SELECT 1 FROM turns WHERE org_id = $1 AND id = $2 AND cancel_requested_at IS NOT NULL`,
+      [orgId, turnId],
+    );
+    return rows.length > 0;
+  }
+
+  /** Hands a running turn back: it stays `running` with no lease, so the next claim takes it at once. */
+  async releaseLease(orgId: string, turnId: string, owner: string): Promise<boolean> {
+    if (!isUuid(turnId)) return false;
+    const [, count] = await this.em.query(
+      `UPDATE turns SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+       WHERE org_id = $1 AND id = $2 AND status = 'running' AND lease_owner = $3`,
+      [orgId, turnId, owner],
+    );
+    return count > 0;
+  }
+
+  /**
+   * Turns nobody works on: `queued`, or `running` without a live lease, unchanged for `idleMs`.
+   * Across orgs, like `UserRepository.findByApiKey`: the reconciler acts for every tenant and
+   * re-reads each turn with its org id. Reads the partial index of open turns.
+   */
+  async listStranded(opts: { idleMs: number; limit: number }): Promise<{ orgId: string; turnId: string }[]> {
+    return this.em.query(
+      `SELECT org_id AS "orgId", id AS "turnId" FROM turns
+       WHERE status IN ('queued', 'running', 'paused')
+         AND (status = 'queued' OR (status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now())))
+         AND updated_at < now() - $1 * interval '1 millisecond'
+       ORDER BY updated_at LIMIT $2`,
+      [opts.idleMs, opts.limit],
+    );
   }
 
   /** Extends a held lease; false when the worker no longer holds it. */

@@ -44,6 +44,11 @@ export class UserRepository {
     }
   }
 
+  /** Whether the user holds at least one API key. */
+  async hasApiKey(orgId: string, userId: string): Promise<boolean> {
+    return this.em.getRepository(ApiKeyEntity).existsBy({ orgId, userId });
+  }
+
   /**
    * The one lookup without an org id: authentication is where the org comes from. The key is
    * hashed before it reaches the database.

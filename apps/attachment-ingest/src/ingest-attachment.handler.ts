@@ -1,0 +1,67 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { QueueName, type JobData } from '@portal/contracts';
+import { AttachmentRepository, type ManifestPatch } from '@portal/dal';
+import { JOB_OPTIONS, JobHandler, type JobContext, type JobHandlerOf } from '@portal/queue';
+import { AttachmentEvents } from './attachment-events';
+import { DocumentIngestService } from './document-ingest.service';
+import type { IngestContext } from './ingest.types';
+import { UnreadableFileError } from './media/media.errors';
+import { PictureIngestService } from './picture-ingest.service';
+
+/**
+ * `ingest-attachment`: `pending → reading → finished | failed(reason)`. Idempotent: a finished or
+ * failed attachment is left as it is; one left `reading` by a worker that died is read again from
+ * its first page, replacing what was stored. A file that cannot be read fails at once with its
+ * reason; any other error is retried, and marks the attachment failed on the last attempt.
+ */
+@JobHandler('ingest-attachment')
+@Injectable()
+export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'> {
+  private readonly logger = new Logger('IngestAttachmentHandler');
+
+  constructor(
+    @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
+    @Inject(PictureIngestService) private readonly pictures: PictureIngestService,
+    @Inject(DocumentIngestService) private readonly documents: DocumentIngestService,
+    @Inject(AttachmentEvents) private readonly events: AttachmentEvents,
+  ) {}
+
+  async handle(
+    data: JobData<'ingest-attachment'>,
+    context: Pick<JobContext, 'attemptsMade' | 'signal'>,
+  ): Promise<void> {
+    const { orgId, attachmentId } = data;
+    const attachment = await this.attachments.getManifest(orgId, attachmentId);
+    if (!attachment || attachment.status === 'finished' || attachment.status === 'failed') return;
+    const [scope] = await this.attachments.getScopes(orgId, [attachmentId]);
+    const conversationId = scope?.conversationId ?? null;
+    const ctx: IngestContext = {
+      orgId,
+      attachment,
+      conversationId,
+      signal: context.signal,
+      report: async (patch: ManifestPatch, publish = true) => {
+        const manifest = await this.attachments.update(orgId, attachmentId, patch);
+        if (!manifest) throw new Error(`attachment ${attachmentId} is gone`);
+        if (publish) await this.events.progress(conversationId, manifest);
+        return manifest;
+      },
+    };
+    await ctx.report({ status: 'reading', error: null });
+    try {
+      if (attachment.kind === 'picture') await this.pictures.read(ctx);
+      else await this.documents.read(ctx);
+    } catch (err) {
+      if (err instanceof UnreadableFileError) {
+        await ctx.report({ status: 'failed', error: err.message });
+        return;
+      }
+      const attempts = JOB_OPTIONS[QueueName.Attachments].attempts ?? 1;
+      if (!context.signal.aborted && context.attemptsMade + 1 >= attempts) {
+        this.logger.error(`attachment ${attachmentId}: ${(err as Error).stack ?? String(err)}`);
+        await ctx.report({ status: 'failed', error: `internal error: ${(err as Error).message}` });
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,14 @@
+import type { ManifestPatch } from '@portal/dal';
+import type { AttachmentManifest } from '@portal/domain';
+
+/** One attachment being read, as the handler hands it to the picture and document services. */
+export interface IngestContext {
+  orgId: string;
+  attachment: AttachmentManifest;
+  /** Where it was uploaded, if anywhere: whose model reduces a picture, where progress is published. */
+  conversationId: string | null;
+  /** Aborted when the worker shuts down: stop between pages and hand the job back. */
+  signal?: AbortSignal;
+  /** Writes the patch to the manifest and publishes the progress (unless `publish` is false). */
+  report(patch: ManifestPatch, publish?: boolean): Promise<AttachmentManifest>;
+}

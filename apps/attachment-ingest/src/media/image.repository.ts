@@ -1,0 +1,67 @@
+import sharp, { type Sharp } from 'sharp';
+import { UnreadableFileError } from './media.errors';
+
+export interface PictureProbe {
+  format: string;
+  /** As a person sees the picture: after EXIF orientation. */
+  width: number;
+  height: number;
+}
+
+export interface PictureLimits {
+  maxPixels: number;
+}
+
+sharp.cache(false);
+
+/**
+ * sharp behind a small class. Every decode has a pixel limit (checked from the header before any
+ * pixel is decoded), fails on decoding errors, reads only the first frame of an animation and
+ * applies EXIF orientation; output carries no metadata.
+ */
+export class ImageRepository {
+  async probe(input: Buffer, limits: PictureLimits): Promise<PictureProbe> {
+    // The header only: the pixel limit is checked below, to say how large the picture is.
+    const meta = await this.open(input, { maxPixels: 0 })
+      .metadata()
+      .catch((err: Error) => {
+        throw new UnreadableFileError(`the picture cannot be decoded: ${err.message}`);
+      });
+    if (!meta.format || !meta.width || !meta.height) throw new UnreadableFileError('the picture has no size');
+    if (meta.width * meta.height > limits.maxPixels) {
+      throw new UnreadableFileError(
+        `the picture is ${meta.width}×${meta.height} pixels, more than the limit of ${limits.maxPixels} pixels`,
+      );
+    }
+    return { format: meta.format, width: meta.autoOrient.width, height: meta.autoOrient.height };
+  }
+
+  /** The picture oriented, resized to exactly `size` (oriented), re-encoded in its own format without metadata. */
+  async render(
+    input: Buffer,
+    limits: PictureLimits,
+    size: { width: number; height: number },
+  ): Promise<{ data: Buffer; width: number; height: number }> {
+    let image = this.open(input, limits).resize(size.width, size.height, { fit: 'fill' });
+    const format = (await image.metadata()).format;
+    if (format === 'jpeg') image = image.jpeg({ quality: 85 });
+    else if (format === 'png') image = image.png();
+    else if (format === 'webp') image = image.webp({ quality: 85 });
+    else if (format === 'gif') image = image.gif();
+    else throw new UnreadableFileError(`unsupported picture format ${format}`);
+    const { data, info } = await image.toBuffer({ resolveWithObject: true }).catch((err: Error) => {
+      throw new UnreadableFileError(`the picture cannot be decoded: ${err.message}`);
+    });
+    return { data, width: info.width, height: info.height };
+  }
+
+  private open(input: Buffer, limits: PictureLimits): Sharp {
+    return sharp(input, {
+      limitInputPixels: limits.maxPixels || false,
+      failOn: 'error',
+      autoOrient: true,
+      pages: 1,
+      animated: false,
+    });
+  }
+}

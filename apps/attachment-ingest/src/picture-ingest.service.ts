@@ -1,0 +1,52 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AgentRepository, AttachmentRepository, ConversationRepository } from '@portal/dal';
+import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
+import type { IngestContext } from './ingest.types';
+import { ImageRepository } from './media/image.repository';
+import { UnreadableFileError } from './media/media.errors';
+import { fitWithin, visionLimitsFor } from './picture-size.util';
+
+/**
+ * A picture: decoded with a pixel limit, oriented, stripped of metadata and reduced to the
+ * limits of the model that will read it (see visionLimitsFor). The original stays as uploaded,
+ * so a later re-reduction for another model is possible; the `reduced` blob is what models get,
+ * in the original's format (a GIF's first frame as a GIF).
+ */
+@Injectable()
+export class PictureIngestService {
+  constructor(
+    @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
+    @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
+    @Inject(AgentRepository) private readonly agents: AgentRepository,
+    @Inject(ImageRepository) private readonly images: ImageRepository,
+    @Inject(INGEST_CONFIG) private readonly config: Pick<AttachmentIngestConfig, 'catalogue' | 'limits'>,
+  ) {}
+
+  async read(ctx: IngestContext): Promise<void> {
+    const { orgId, attachment } = ctx;
+    const original = await this.attachments.getBlob(orgId, attachment.id, 'original');
+    if (!original) throw new UnreadableFileError('the uploaded file is missing');
+    const limits = visionLimitsFor(this.config.catalogue, await this.modelOf(orgId, ctx.conversationId));
+    const pixels = { maxPixels: this.config.limits.maxPixels };
+    const probe = await this.images.probe(original, pixels);
+    const reduced = await this.images.render(original, pixels, fitWithin(probe.width, probe.height, limits));
+    await this.attachments.putBlob(orgId, attachment.id, 'reduced', reduced.data);
+    await ctx.report({
+      status: 'finished',
+      error: null,
+      picture: {
+        width: reduced.width,
+        height: reduced.height,
+        originalWidth: probe.width,
+        originalHeight: probe.height,
+      },
+    });
+  }
+
+  private async modelOf(orgId: string, conversationId: string | null): Promise<string | null> {
+    if (conversationId === null) return null;
+    const conversation = await this.conversations.get(orgId, conversationId);
+    const agent = conversation && (await this.agents.get(orgId, conversation.agentId));
+    return agent?.model ?? null;
+  }
+}

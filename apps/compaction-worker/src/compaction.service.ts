@@ -1,0 +1,247 @@
+import { Logger } from '@nestjs/common';
+import { UnrecoverableError } from 'bullmq';
+import { QueueName, type JobData, type PortalEvent } from '@portal/contracts';
+import {
+  AgentRepository,
+  BlockRepository,
+  CompactionRepository,
+  compactionBlockId,
+  compactionLineId,
+  ConversationRepository,
+  TurnRepository,
+  WindowRepository,
+  type Db,
+  type KeyedBlock,
+  type UsageRow,
+} from '@portal/dal';
+import { checkTurn, isTerminal, type Block, type CompactionBlock, type Turn } from '@portal/domain';
+import {
+  classifyModelError,
+  findModel,
+  priceUsage,
+  type ModelClientFactory,
+  type ModelEntry,
+  type StreamResult,
+} from '@portal/model';
+import { buildCompactionPrompt, finishSummary, type CompactionPrompt, type Limits } from '@portal/prompt';
+import { JOB_OPTIONS, type ConversationEvents, type JobContext } from '@portal/queue';
+
+export interface CompactionServiceDeps {
+  db: Db;
+  events: Pick<ConversationEvents, 'publish'>;
+  models: Pick<ModelClientFactory, 'streamChat'>;
+  catalogue: readonly ModelEntry[];
+  limits: Limits;
+  /** Lease on a manual compaction turn, renewed while the summary is written. Default 30 s. */
+  leaseMs?: number;
+}
+
+type Summary = Omit<CompactionBlock, 'id' | 'seq'>;
+type JobInput = JobData<'compact'>;
+
+/**
+ * The `compact` job (SPEC 5): the summary call on a separate instance of the turn's model, the
+ * compaction block, the usage row (callKey = requestId) and the events. AUTO appends the block to
+ * the running turn; MANUAL writes the compaction turn's assistant message (block and the portal's
+ * line) and settles the turn. Idempotent: the block's id derives from the request, so a job run
+ * twice writes one block and one usage row.
+ */
+export class CompactionService {
+  private readonly logger = new Logger('compaction');
+  private readonly leaseMs: number;
+
+  constructor(private readonly deps: CompactionServiceDeps) {
+    this.leaseMs = deps.leaseMs ?? 30_000;
+  }
+
+  async run(data: JobInput, context: JobContext): Promise<void> {
+    const turn = await new TurnRepository(this.deps.db).get(data.orgId, data.turnId);
+    if (!turn) throw new UnrecoverableError(`Turn ${data.turnId} not found`);
+    if (data.trigger === 'AUTO') await this.auto(turn, data, context);
+    else await this.manual(turn, data, context);
+  }
+
+  private async auto(turn: Turn, data: JobInput, context: JobContext): Promise<void> {
+    if (await this.stored(data)) return;
+    if (turn.kind !== 'turn' || turn.status !== 'running') {
+      throw new UnrecoverableError(`Turn ${turn.id} is a ${turn.status} ${turn.kind}, not a running turn`);
+    }
+    await this.publish(turn, { type: 'compaction_started', turnId: turn.id });
+    const { summary, usage } = await this.summarise(turn, data, context);
+    const block = { ...summary, id: compactionBlockId(turn.id, data.requestId) };
+    const result = await new CompactionRepository(this.deps.db).appendOnce(data.orgId, turn.id, [block], {
+      status: 'running',
+      usage: usage && { ...usage, callKey: data.requestId },
+    });
+    if (!result)
+      throw new UnrecoverableError(`Turn ${turn.id} stopped running before its summary was written`);
+    if (result.written) await this.announce(turn, result.blocks, usage);
+  }
+
+  private async manual(turn: Turn, data: JobInput, context: JobContext): Promise<void> {
+    if (turn.kind !== 'compaction') throw new UnrecoverableError(`Turn ${turn.id} is not a compaction turn`);
+    if (isTerminal(turn.status)) return;
+    const turns = new TurnRepository(this.deps.db);
+    const owner = `compaction-worker:${context.jobId}`;
+    if (!(await turns.claim(data.orgId, turn.id, owner, this.leaseMs))) return; // another worker has it
+    if (turn.status === 'queued')
+      await this.publish(turn, { type: 'turn_state', turnId: turn.id, status: 'running' });
+    const renew = setInterval(
+      () => void turns.renewLease(data.orgId, turn.id, owner, this.leaseMs).catch(() => undefined),
+      this.leaseMs / 3,
+    );
+    try {
+      if (!(await this.stored(data))) {
+        await this.publish(turn, { type: 'compaction_started', turnId: turn.id });
+        const { summary, usage } = await this.summarise(turn, data, context);
+        const line: KeyedBlock = {
+          id: compactionLineId(turn.id, data.requestId),
+          kind: 'text',
+          text: `Context summarised: turns 1–${summary.coversTurns.to}.`,
+          narration: false,
+          steering: false,
+        };
+        const result = await new CompactionRepository(this.deps.db).appendOnce(
+          data.orgId,
+          turn.id,
+          [{ ...summary, id: compactionBlockId(turn.id, data.requestId) }, line],
+          { status: 'running', usage: usage && { ...usage, callKey: data.requestId } },
+        );
+        if (!result) return; // settled meanwhile (cancelled)
+        if (result.written) await this.announce(turn, result.blocks, usage);
+      }
+      await this.settle(turn, data.orgId);
+    } catch (err) {
+      const final = err instanceof UnrecoverableError || context.attemptsMade + 1 >= this.attempts();
+      if (final) await this.fail(turn, data.orgId, (err as Error).message);
+      throw err;
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /** Whether this request already wrote its compaction block (a job run again). */
+  private async stored(data: JobInput): Promise<boolean> {
+    const found = await new BlockRepository(this.deps.db).getBlock(
+      data.orgId,
+      compactionBlockId(data.turnId, data.requestId),
+    );
+    return found !== null;
+  }
+
+  /** The summary call: no tools, the turn's model from the catalogue, the answer checked. */
+  private async summarise(
+    turn: Turn,
+    data: JobInput,
+    context: JobContext,
+  ): Promise<{ summary: Summary; usage: UsageRow | null }> {
+    const { db, catalogue, limits } = this.deps;
+    const entry = findModel(catalogue, turn.model);
+    if (!entry)
+      throw new UnrecoverableError(`Model ${turn.model} of turn ${turn.id} is not in the catalogue`);
+    const conversation = await new ConversationRepository(db).get(data.orgId, turn.conversationId);
+    if (!conversation) throw new UnrecoverableError(`Conversation ${turn.conversationId} not found`);
+    const [agent, window, messages] = await Promise.all([
+      new AgentRepository(db).get(data.orgId, conversation.agentId),
+      new WindowRepository(db).readWindow(data.orgId, turn.conversationId, {
+        turnsReplayed: Infinity,
+        beforeTurnN: turn.n,
+      }),
+      new BlockRepository(db).listTurnMessages(data.orgId, turn.id),
+    ]);
+    const prompt = buildCompactionPrompt({
+      window,
+      current: { n: turn.n, messages },
+      trigger: data.trigger,
+      guidance: agent?.compactionGuidance ?? null,
+      contextWindow: entry.contextWindow,
+      limits,
+    });
+    const result = await this.call(entry, prompt, context.signal);
+    if (result.text.trim() === '') throw new Error('The summary call answered with no text');
+    const { summary, restored } = finishSummary(result.text, prompt);
+    if (restored.length > 0) {
+      this.logger.warn(
+        `turn ${turn.id}: restored ${restored.length} request(s) the summary left out (turns ${restored.map((r) => r.turnN).join(', ')})`,
+      );
+    }
+    const usage = result.usage && {
+      turnId: turn.id,
+      kind: 'compaction' as const,
+      model: entry.id,
+      ...result.usage,
+      cost: priceUsage(entry, result.usage),
+    };
+    return {
+      summary: { kind: 'compaction', summary, trigger: data.trigger, coversTurns: prompt.coversTurns },
+      usage,
+    };
+  }
+
+  private async call(
+    entry: ModelEntry,
+    prompt: CompactionPrompt,
+    signal: AbortSignal,
+  ): Promise<StreamResult> {
+    try {
+      // No `tools` at all: the summary call offers none (an empty list is refused by the API).
+      for await (const event of this.deps.models.streamChat(
+        entry,
+        { messages: prompt.messages },
+        { signal },
+      )) {
+        if (event.type === 'done') return event.result;
+      }
+      throw new Error('The stream ended without a result');
+    } catch (err) {
+      const { kind, message } = classifyModelError(err);
+      const why = `The summary call to ${entry.id} failed (${kind}): ${message}`;
+      throw kind === 'fatal' || kind === 'context_overflow' ? new UnrecoverableError(why) : new Error(why);
+    }
+  }
+
+  private async announce(turn: Turn, blocks: readonly Block[], usage: UsageRow | null) {
+    for (const block of blocks) {
+      await this.publish(
+        turn,
+        block.kind === 'compaction'
+          ? { type: 'compaction_finished', turnId: turn.id, block }
+          : { type: 'block_finished', turnId: turn.id, block },
+      );
+    }
+    if (usage) {
+      const { turnId: _turnId, ...row } = usage;
+      await this.publish(turn, { type: 'usage', turnId: turn.id, row });
+    }
+  }
+
+  /** A manual compaction turn ends `completed` once the six invariants hold. */
+  private async settle(turn: Turn, orgId: string): Promise<void> {
+    const messages = await new BlockRepository(this.deps.db).listTurnMessages(orgId, turn.id);
+    const violations = checkTurn({ turn: { ...turn, status: 'completed' }, messages });
+    if (violations.length > 0) {
+      throw new UnrecoverableError(`invariant_violated: ${violations.map((v) => v.message).join('; ')}`);
+    }
+    const settled = await new TurnRepository(this.deps.db).updateStatus(orgId, turn.id, 'completed', {
+      from: ['running'],
+    });
+    if (settled) await this.publish(turn, { type: 'turn_finished', turnId: turn.id, status: 'completed' });
+  }
+
+  private async fail(turn: Turn, orgId: string, why: string): Promise<void> {
+    const error = why.startsWith('invariant_violated') ? why : `compaction_failed: ${why}`;
+    const failed = await new TurnRepository(this.deps.db).updateStatus(orgId, turn.id, 'failed', {
+      error,
+      from: ['queued', 'running'],
+    });
+    if (failed) await this.publish(turn, { type: 'turn_finished', turnId: turn.id, status: 'failed', error });
+  }
+
+  private attempts(): number {
+    return JOB_OPTIONS[QueueName.Compactions].attempts ?? 1;
+  }
+
+  private async publish(turn: Turn, event: PortalEvent): Promise<void> {
+    await this.deps.events.publish(turn.conversationId, event);
+  }
+}

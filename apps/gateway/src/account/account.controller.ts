@@ -1,0 +1,21 @@
+import { Controller, Get, Inject } from '@nestjs/common';
+import { publicModel, type PublicModel } from '@portal/model';
+import { Caller } from '../common/auth.decorator';
+import type { Principal } from '../common/principal.types';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
+
+/** Who the caller is and which models they can choose from. */
+@Controller('v1')
+export class AccountController {
+  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {}
+
+  @Get('me')
+  me(@Caller() caller: Principal): Principal {
+    return { userId: caller.userId, orgId: caller.orgId, role: caller.role };
+  }
+
+  @Get('models')
+  models(): PublicModel[] {
+    return this.config.catalogue.map(publicModel);
+  }
+}

@@ -1,0 +1,167 @@
+import { startGateway, type Harness } from '../test/gateway-harness.util';
+import { BODY_LIMIT_BYTES } from './gateway-app.util';
+
+let gw: Harness;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(async () => {
+  await gw?.close();
+});
+
+describe('authentication', () => {
+  it.each([
+    ['no header', {}],
+    ['an unknown key', { authorization: 'Bearer pk_nobody_has_this' }],
+    ['another scheme', { authorization: 'Basic cGtfdGVzdA==' }],
+  ])('answers 401 unauthorized with %s', async (_, headers) => {
+    const res = await gw.call('GET', '/v1/me', { as: null, headers });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
+  });
+
+  it('knows the caller from the key', async () => {
+    expect((await gw.call('GET', '/v1/me', { as: 'bob' })).body).toEqual({
+      userId: 'bob',
+      orgId: 'acme',
+      role: 'member',
+    });
+    expect((await gw.call('GET', '/v1/me', { as: 'mallory' })).body).toEqual({
+      userId: 'mallory',
+      orgId: 'globex',
+      role: 'author',
+    });
+  });
+
+  it('leaves health and metrics open', async () => {
+    expect((await gw.call('GET', '/health/live', { as: null })).status).toBe(200);
+    expect((await gw.call('GET', '/health/ready', { as: null })).body).toEqual({
+      status: 'checked',
+      checks: { database: true, redis: true },
+    });
+    expect((await gw.call('GET', '/metrics', { as: null })).status).toBe(200);
+  });
+});
+
+describe('errors', () => {
+  it('answers an unknown route 404 not_found in the error shape', async () => {
+    const res = await gw.call('GET', '/v1/nothing-here');
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('not_found');
+  });
+
+  it('answers malformed JSON 400 validation_failed', async () => {
+    const res = await gw.call('POST', '/v1/conversations', { body: '{"agentId": ' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('validation_failed');
+  });
+
+  it('answers a body over the limit 413 too_large', async () => {
+    const res = await gw.call('POST', '/v1/conversations', {
+      body: JSON.stringify({ agentId: 'x'.repeat(BODY_LIMIT_BYTES) }),
+    });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('too_large');
+  });
+
+  it('answers a body that is not JSON 415 unsupported_type', async () => {
+    const res = await gw.call('POST', '/v1/conversations', {
+      body: 'agentId=researcher',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.status).toBe(415);
+    expect(res.body.error.code).toBe('unsupported_type');
+  });
+
+  it('names the bad field of a body', async () => {
+    const missing = await gw.call('POST', '/v1/conversations', { body: {} });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toEqual({
+      code: 'validation_failed',
+      message: expect.stringMatching(/^agentId: /),
+    });
+    const extra = await gw.call('POST', '/v1/conversations', {
+      body: { agentId: 'researcher', colour: 'red' },
+    });
+    expect(extra.body.error.message).toMatch(/^colour: /);
+  });
+
+  it('answers an unexpected failure 500 internal without its details', async () => {
+    await gw.db.dataSource.query('ALTER TABLE conversations RENAME COLUMN title TO title_gone');
+    try {
+      const res = await gw.call('GET', '/v1/conversations');
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ error: { code: 'internal', message: 'Internal server error' } });
+    } finally {
+      await gw.db.dataSource.query('ALTER TABLE conversations RENAME COLUMN title_gone TO title');
+    }
+  });
+});
+
+describe('GET /v1/models', () => {
+  it('lists the catalogue without keys or URLs', async () => {
+    const res = await gw.call('GET', '/v1/models', { as: 'bob' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([
+      {
+        id: 'seeing',
+        contextWindow: 100000,
+        vision: { maxLongSide: 2048, maxShortSide: 768 },
+        reasoning: true,
+        effortLevels: ['low', 'medium', 'high'],
+        price: { inputPerMTok: 1, outputPerMTok: 2, cachedInputPerMTok: 1 },
+      },
+      {
+        id: 'blind',
+        contextWindow: 50000,
+        vision: null,
+        reasoning: false,
+        effortLevels: [],
+        price: { inputPerMTok: 1, outputPerMTok: 2, cachedInputPerMTok: 1 },
+      },
+    ]);
+  });
+});
+
+describe('GET /metrics', () => {
+  it('counts requests by route pattern and status', async () => {
+    await gw.call('GET', '/v1/agents/researcher');
+    const text = (await gw.call('GET', '/metrics', { as: null })).body as string;
+    expect(text).toMatch(
+      /portal_gateway_http_requests_total\{method="GET",route="\/v1\/agents\/:id",status="200"\} [1-9]/,
+    );
+    expect(text).toContain('portal_gateway_sse_connections 0');
+    expect(text).toContain('# TYPE portal_gateway_turns_opened_total counter');
+  });
+});
+
+describe('GET /docs', () => {
+  it('serves an OpenAPI 3.1 document naming every route, and its UI', async () => {
+    const doc = await gw.call('GET', '/docs/json', { as: null });
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.1.0');
+    for (const path of [
+      '/v1/me',
+      '/v1/models',
+      '/v1/agents',
+      '/v1/agents/{id}',
+      '/v1/skills',
+      '/v1/skills/{id}',
+      '/v1/conversations',
+      '/v1/conversations/{id}',
+      '/v1/conversations/{id}/messages',
+      '/v1/conversations/{id}/events',
+      '/v1/conversations/{id}/prompt-preview',
+      '/v1/turns/{id}',
+      '/v1/turns/{id}/usage',
+      '/v1/turns/{id}/trace',
+      '/v1/turns/{id}/requests/{blockId}',
+      '/v1/turns/{id}/cancel',
+      '/metrics',
+    ]) {
+      expect(doc.body.paths).toHaveProperty([path]);
+    }
+    const ui = await fetch(`${gw.url}/docs`);
+    expect(ui.status).toBe(200);
+  });
+});

@@ -1,0 +1,246 @@
+import fastifyMultipart from '@fastify/multipart';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import IORedis from 'ioredis';
+import sharp from 'sharp';
+import { QueueName } from '@portal/contracts';
+import {
+  AgentRepository,
+  AttachmentRepository,
+  ConversationRepository,
+  DalModule,
+  OrgRepository,
+  UserRepository,
+} from '@portal/dal';
+import { QueueModule, QueueService } from '@portal/queue';
+import { createTestDatabase, type TestDatabase } from '@portal/testing';
+import { ApiErrorFilter } from '../common/api-error.filter';
+import { AuthGuard } from '../common/auth.guard';
+import { AttachmentsModule } from './attachments.module';
+
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `test-attach-${randomBytes(4).toString('hex')}`;
+const MAX_BYTES = 64 * 1024;
+const ALICE = 'pk_alice_attachments';
+const BOB = 'pk_bob_attachments';
+const CAROL = 'pk_carol_attachments';
+
+let db: TestDatabase;
+let app: NestFastifyApplication;
+let base: string;
+let aliceConversation: string;
+let bobConversation: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const ds = db.dataSource;
+  const users = new UserRepository(ds);
+  for (const org of ['acme', 'globex']) await new OrgRepository(ds).upsert(org);
+  await users.upsert('acme', 'alice', 'member');
+  await users.upsert('acme', 'bob', 'member');
+  await users.upsert('globex', 'carol', 'admin');
+  await users.addApiKey('acme', 'alice', ALICE);
+  await users.addApiKey('acme', 'bob', BOB);
+  await users.addApiKey('globex', 'carol', CAROL);
+  await new AgentRepository(ds).upsert('acme', {
+    id: 'helper',
+    name: 'Helper',
+    instructions: 'Help.',
+    model: 'portal-local',
+    effort: 'low',
+    tools: [],
+    reviewer: null,
+    compactionGuidance: null,
+  });
+  const conversations = new ConversationRepository(ds);
+  aliceConversation = (await conversations.create('acme', 'alice', 'helper'))!.id;
+  bobConversation = (await conversations.create('acme', 'bob', 'helper'))!.id;
+
+  @Module({
+    imports: [
+      DalModule.forRoot(db.url, 2),
+      QueueModule.forRoot({ redisUrl, prefix }),
+      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES }),
+    ],
+    providers: [
+      { provide: APP_GUARD, useClass: AuthGuard },
+      { provide: APP_FILTER, useClass: ApiErrorFilter },
+    ],
+  })
+  class TestGateway {}
+  // A JSON body limit far below the upload cap, as the gateway has: uploads answer to their own cap.
+  const adapter = new FastifyAdapter({ bodyLimit: 1024 });
+  app = await NestFactory.create<NestFastifyApplication>(TestGateway, adapter, { logger: false });
+  await app.register(fastifyMultipart);
+  await app.listen(0, '127.0.0.1');
+  base = await app.getUrl();
+});
+
+afterAll(async () => {
+  await app.get(QueueService).close();
+  await app.close();
+  const redis = new IORedis(redisUrl);
+  const keys = await redis.keys(`{${prefix}:*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+  await db.drop();
+});
+
+function form(
+  file: { bytes: Buffer; name: string; type?: string } | null,
+  fields: Record<string, string> = {},
+  fieldsFirst = false,
+) {
+  const body = new FormData();
+  const addFields = () => Object.entries(fields).forEach(([k, v]) => body.append(k, v));
+  if (fieldsFirst) addFields();
+  if (file)
+    body.append(
+      'file',
+      new Blob([new Uint8Array(file.bytes)], { type: file.type ?? 'application/octet-stream' }),
+      file.name,
+    );
+  if (!fieldsFirst) addFields();
+  return body;
+}
+
+async function post(key: string | null, body: FormData | string) {
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  if (typeof body === 'string') headers['content-type'] = 'application/json';
+  const res = await fetch(`${base}/v1/attachments`, { method: 'POST', headers, body });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+async function get(key: string, id: string) {
+  const res = await fetch(`${base}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+const png = () =>
+  sharp({ create: { width: 8, height: 6, channels: 3, background: '#336699' } })
+    .png()
+    .toBuffer();
+
+describe('POST /v1/attachments', () => {
+  it('needs an API key', async () => {
+    const res = await post(null, form({ bytes: Buffer.from('hello'), name: 'a.txt' }));
+    expect(res).toEqual({
+      status: 401,
+      body: { error: { code: 'unauthorized', message: expect.any(String) } },
+    });
+  });
+
+  it('stores the upload pending, decides its kind from the bytes and enqueues its ingest', async () => {
+    const res = await post(ALICE, form({ bytes: await png(), name: 'report.pdf', type: 'application/pdf' }));
+    expect(res).toEqual({
+      status: 201,
+      body: {
+        id: expect.any(String),
+        kind: 'picture',
+        filename: 'report.pdf',
+        mimeType: 'image/png',
+        status: 'pending',
+      },
+    });
+    const job = await app
+      .get(QueueService)
+      .queue(QueueName.Attachments)
+      .getJob(`ingest-attachment:${res.body.id}:upload`);
+    expect(job?.name).toBe('ingest-attachment');
+    expect(job?.data).toEqual({ orgId: 'acme', attachmentId: res.body.id });
+  });
+
+  it('takes the conversation from the field before or after the file', async () => {
+    for (const fieldsFirst of [true, false]) {
+      const body = form(
+        { bytes: Buffer.from('# Ghi chú\n\nNội dung.'), name: 'notes.md' },
+        { conversationId: aliceConversation },
+        fieldsFirst,
+      );
+      const res = await post(ALICE, body);
+      expect(res.body).toMatchObject({ kind: 'document', mimeType: 'text/markdown', filename: 'notes.md' });
+      const [scope] = await new AttachmentRepository(db.dataSource).getScopes('acme', [res.body.id]);
+      expect(scope).toEqual({ id: res.body.id, userId: 'alice', conversationId: aliceConversation });
+    }
+  });
+
+  it("answers 404 for another user's, a missing or a malformed conversation", async () => {
+    for (const conversationId of [bobConversation, randomUUID(), 'nope']) {
+      const res = await post(ALICE, form({ bytes: Buffer.from('text'), name: 'a.txt' }, { conversationId }));
+      expect(res).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+    }
+  });
+
+  it('refuses with 415 a file of no supported type, a text with a NUL byte and an empty file', async () => {
+    const zip = Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0, 0, 0, 8, 0]);
+    for (const bytes of [zip, Buffer.from('plain\0text'), Buffer.alloc(0)]) {
+      const res = await post(ALICE, form({ bytes, name: 'file.txt', type: 'text/plain' }));
+      expect(res).toMatchObject({ status: 415, body: { error: { code: 'unsupported_type' } } });
+    }
+  });
+
+  it('refuses with 413 a file over the size cap', async () => {
+    const res = await post(ALICE, form({ bytes: Buffer.alloc(MAX_BYTES + 1, 'a'), name: 'big.txt' }));
+    expect(res).toEqual({
+      status: 413,
+      body: {
+        error: { code: 'too_large', message: `The file is larger than the limit of ${MAX_BYTES} bytes` },
+      },
+    });
+    const atCap = await post(ALICE, form({ bytes: Buffer.alloc(MAX_BYTES, 'a'), name: 'cap.txt' }));
+    expect(atCap.status).toBe(201);
+  });
+
+  it('answers 400 without a file, or without multipart', async () => {
+    expect(await post(ALICE, form(null, { conversationId: aliceConversation }))).toMatchObject({
+      status: 400,
+      body: { error: { code: 'validation_failed' } },
+    });
+    expect(await post(ALICE, JSON.stringify({ file: 'x' }))).toMatchObject({
+      status: 400,
+      body: { error: { code: 'validation_failed' } },
+    });
+  });
+});
+
+describe('GET /v1/attachments/:id', () => {
+  it('returns the manifest with its current status', async () => {
+    const { body: created } = await post(ALICE, form({ bytes: Buffer.from('Xin chào'), name: 'hello.txt' }));
+    await new AttachmentRepository(db.dataSource).update('acme', created.id, {
+      status: 'reading',
+      pageCount: 2,
+      pagesRead: 1,
+    });
+    expect(await get(ALICE, created.id)).toEqual({
+      status: 200,
+      body: {
+        id: created.id,
+        kind: 'document',
+        filename: 'hello.txt',
+        mimeType: 'text/plain',
+        status: 'reading',
+        pagesRead: 1,
+        pageCount: 2,
+        unreadablePages: [],
+        headings: [],
+        chars: null,
+        picture: null,
+        error: null,
+      },
+    });
+  });
+
+  it("answers 404 for another org's, another user's, a missing or a malformed id", async () => {
+    const { body: created } = await post(ALICE, form({ bytes: Buffer.from('mine'), name: 'mine.txt' }));
+    for (const [key, id] of [
+      [CAROL, created.id],
+      [BOB, created.id],
+      [ALICE, randomUUID()],
+      [ALICE, 'not-an-id'],
+    ]) {
+      expect(await get(key, id)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+    }
+  });
+});

@@ -1,0 +1,20 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';
+import { AttachmentsController } from './attachments.controller';
+import { AttachmentsService } from './attachments.service';
+
+/**
+ * `POST /v1/attachments` and `GET /v1/attachments/:id`. Needs the DalModule and QueueModule
+ * (global), the gateway's AuthGuard (APP_GUARD) and ApiErrorFilter (APP_FILTER), and
+ * @fastify/multipart registered on the Fastify instance (createGatewayApp does).
+ */
+@Module({})
+export class AttachmentsModule {
+  static forRoot(config: AttachmentsConfig): DynamicModule {
+    return {
+      module: AttachmentsModule,
+      controllers: [AttachmentsController],
+      providers: [{ provide: ATTACHMENTS_CONFIG, useValue: config }, AttachmentsService],
+    };
+  }
+}

@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { AttachmentRepository, detectAttachmentType } from '@portal/dal';
+import { DomainError, type AttachmentManifest } from '@portal/domain';
+import { QueueService } from '@portal/queue';
+import type { Principal } from '../common/principal.types';
+import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';
+
+/** The answer to an upload (API.md). */
+export type UploadedAttachment = Pick<AttachmentManifest, 'id' | 'kind' | 'filename' | 'mimeType' | 'status'>;
+
+interface Upload {
+  filename: string;
+  bytes: Buffer;
+}
+
+@Injectable()
+export class AttachmentsService {
+  constructor(
+    @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
+    @Inject(QueueService) private readonly queues: QueueService,
+    @Inject(ATTACHMENTS_CONFIG) private readonly config: AttachmentsConfig,
+  ) {}
+
+  /**
+   * Streams the multipart upload (field `file`, optional `conversationId`) with the size cap,
+   * decides its kind once from its bytes, stores it `pending` and enqueues its ingest.
+   */
+  async upload(caller: Principal, request: FastifyRequest): Promise<UploadedAttachment> {
+    if (typeof request.isMultipart !== 'function' || !request.isMultipart()) {
+      throw new DomainError(
+        'validation_failed',
+        'Send multipart/form-data with the file in the field `file`',
+      );
+    }
+    const { upload, conversationId } = await this.readParts(request);
+    if (!upload) throw new DomainError('validation_failed', 'file: the multipart field `file` is missing');
+    const type = detectAttachmentType(upload.bytes);
+    if (!type.ok) throw new DomainError('unsupported_type', type.reason);
+
+    const created = await this.attachments.create(caller.orgId, {
+      userId: caller.userId,
+      conversationId,
+      kind: type.kind,
+      filename: upload.filename,
+      mimeType: type.mimeType,
+      byteSize: upload.bytes.length,
+      sha256: createHash('sha256').update(upload.bytes).digest('hex'),
+      original: upload.bytes,
+    });
+    if (!created) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
+    await this.queues.enqueue(
+      'ingest-attachment',
+      { orgId: caller.orgId, attachmentId: created.id },
+      { jobId: `ingest-attachment:${created.id}:upload` },
+    );
+    const { id, kind, filename, mimeType, status } = created;
+    return { id, kind, filename, mimeType, status };
+  }
+
+  /** The caller's own attachment; another user's or org's answers 404 exactly as a missing one. */
+  async manifest(caller: Principal, attachmentId: string): Promise<AttachmentManifest> {
+    const [scope] = await this.attachments.getScopes(caller.orgId, [attachmentId]);
+    const manifest =
+      scope?.userId === caller.userId && (await this.attachments.getManifest(caller.orgId, attachmentId));
+    if (!manifest) throw new DomainError('not_found', `Attachment ${attachmentId} not found`);
+    return manifest;
+  }
+
+  private async readParts(
+    request: FastifyRequest,
+  ): Promise<{ upload: Upload | null; conversationId: string | null }> {
+    let upload: Upload | null = null;
+    let conversationId: string | null = null;
+    try {
+      const parts = request.parts({
+        limits: { fileSize: this.config.maxBytes, files: 1, fields: 4, fieldSize: 256 },
+      });
+      for await (const part of parts) {
+        if (part.type === 'file') {
+          const bytes = await this.readCapped(part.file);
+          if (part.fieldname === 'file') upload = { filename: cleanFilename(part.filename), bytes };
+        } else if (
+          part.fieldname === 'conversationId' &&
+          typeof part.value === 'string' &&
+          part.value !== ''
+        ) {
+          conversationId = part.value;
+        }
+      }
+    } catch (err) {
+      throw multipartError(err, this.config.maxBytes);
+    }
+    return { upload, conversationId };
+  }
+
+  /** Collects the stream, refusing it once it passes the cap. */
+  private async readCapped(stream: Readable & { truncated?: boolean }): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    if (stream.truncated) throw new DomainError('too_large', tooLarge(this.config.maxBytes));
+    return Buffer.concat(chunks);
+  }
+}
+
+function tooLarge(maxBytes: number): string {
+  return `The file is larger than the limit of ${maxBytes} bytes`;
+}
+
+function multipartError(err: unknown, maxBytes: number): unknown {
+  const code = (err as { code?: string })?.code;
+  if (code === 'FST_REQ_FILE_TOO_LARGE') return new DomainError('too_large', tooLarge(maxBytes));
+  if (code === 'FST_FILES_LIMIT')
+    return new DomainError('validation_failed', 'file: send one file per upload');
+  if (code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT') {
+    return new DomainError(
+      'validation_failed',
+      'Too many multipart fields: send `file` and `conversationId` only',
+    );
+  }
+  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_MULTIPART_INVALID_CONTENT_TYPE') {
+    return new DomainError('validation_failed', 'The multipart body is malformed');
+  }
+  return err;
+}
+
+/** The name as the client sent it, without a path or control characters, at most 255 characters. */
+function cleanFilename(name: string | undefined): string {
+  const base = (name ?? '').split(/[\\/]/).pop() ?? '';
+  const clean = [...base]
+    .filter((c) => c >= ' ' && c !== '\u007f')
+    .slice(0, 255)
+    .join('')
+    .trim();
+  return clean || 'upload';
+}

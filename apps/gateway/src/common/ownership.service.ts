@@ -1,0 +1,30 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ConversationRepository, TurnRepository, type Conversation } from '@portal/dal';
+import { DomainError, type Turn } from '@portal/domain';
+import type { Principal } from './principal.types';
+
+/**
+ * The caller's own conversations and turns. Another org's, another user's and a missing one all
+ * answer the same 404, so ids reveal nothing.
+ */
+@Injectable()
+export class OwnershipService {
+  constructor(
+    @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
+    @Inject(TurnRepository) private readonly turns: TurnRepository,
+  ) {}
+
+  async conversation(caller: Principal, conversationId: string): Promise<Conversation> {
+    const conversation = await this.conversations.getForUser(caller.orgId, caller.userId, conversationId);
+    if (!conversation) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
+    return conversation;
+  }
+
+  async turn(caller: Principal, turnId: string): Promise<Turn> {
+    const turn = await this.turns.get(caller.orgId, turnId);
+    const owned =
+      turn && (await this.conversations.getForUser(caller.orgId, caller.userId, turn.conversationId));
+    if (!turn || !owned) throw new DomainError('not_found', `Turn ${turnId} not found`);
+    return turn;
+  }
+}

@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import { BlockRepository } from '@portal/dal';
+import type { Block } from '@portal/domain';
+import {
+  newConversation,
+  openTurn,
+  setStatus,
+  startGateway,
+  type Harness,
+} from '../../test/gateway-harness.util';
+
+let gw: Harness;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(async () => {
+  await gw?.close();
+});
+
+describe('conversations', () => {
+  it('creates one with an agent of the org; another org agent or a missing one is 404', async () => {
+    const res = await gw.call('POST', '/v1/conversations', { as: 'bob', body: { agentId: 'researcher' } });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ id: expect.any(String) });
+    for (const agentId of ['rival', 'nobody']) {
+      const missing = await gw.call('POST', '/v1/conversations', { as: 'bob', body: { agentId } });
+      expect(missing.status).toBe(404);
+      expect(missing.body.error.code).toBe('not_found');
+    }
+  });
+
+  it("lists the caller's own, most recently updated first", async () => {
+    const first = await newConversation(gw, 'carol');
+    const second = await newConversation(gw, 'carol', 'blind');
+    await openTurn(gw, first, 'bump', 'carol');
+    const res = await gw.call('GET', '/v1/conversations', { as: 'carol' });
+    expect(res.body).toEqual([
+      { id: first, agentId: 'researcher', title: null, updatedAt: expect.any(String) },
+      { id: second, agentId: 'blind', title: null, updatedAt: expect.any(String) },
+    ]);
+    expect((await gw.call('GET', '/v1/conversations', { as: 'dave' })).body).toEqual([]);
+  });
+
+  it('shows a conversation with its turns', async () => {
+    const id = await newConversation(gw);
+    const turnId = await openTurn(gw, id, 'first');
+    const res = await gw.call('GET', `/v1/conversations/${id}`);
+    expect(res.body).toEqual({
+      id,
+      agentId: 'researcher',
+      title: null,
+      turns: [{ id: turnId, n: 1, kind: 'turn', status: 'queued', effort: 'medium' }],
+    });
+  });
+
+  it('shows the transcript with summaries stripped of their references', async () => {
+    const id = await newConversation(gw);
+    const turnId = await openTurn(gw, id, '/fact-check check this');
+    const blocks = new BlockRepository(gw.db.dataSource);
+    const message = await blocks.addMessage('acme', turnId, 'assistant');
+    const answer: Block[] = [
+      {
+        id: randomUUID(),
+        seq: 2,
+        kind: 'compaction',
+        summary: 'Summary of turns 1–1\n- Revenue was $4.2M (ref:tr_8f2c).',
+        trigger: 'AUTO',
+        coversTurns: { from: 1, to: 1 },
+      },
+      { id: randomUUID(), seq: 3, kind: 'text', text: 'Checked.', narration: false, steering: false },
+    ];
+    await blocks.appendBlocks('acme', message!.id, answer);
+    await setStatus(gw, turnId, 'completed');
+
+    const res = await gw.call('GET', `/v1/conversations/${id}/messages`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([
+      {
+        id: expect.any(String),
+        turnId,
+        role: 'user',
+        attachmentIds: [],
+        blocks: [
+          {
+            id: expect.any(String),
+            seq: 1,
+            kind: 'text',
+            text: '/fact-check check this',
+            narration: false,
+            steering: false,
+          },
+        ],
+      },
+      {
+        id: message!.id,
+        turnId,
+        role: 'assistant',
+        attachmentIds: [],
+        blocks: [{ ...answer[0], summary: 'Summary of turns 1–1\n- Revenue was $4.2M.' }, answer[1]],
+      },
+    ]);
+  });
+
+  it("answers another user's conversation 404 like a missing one", async () => {
+    const id = await newConversation(gw, 'alice');
+    for (const path of [`/v1/conversations/${id}`, `/v1/conversations/${id}/messages`]) {
+      expect((await gw.call('GET', path, { as: 'bob' })).status).toBe(404);
+    }
+    expect((await gw.call('GET', `/v1/conversations/${randomUUID()}`)).status).toBe(404);
+    expect((await gw.call('GET', '/v1/conversations/not-a-uuid')).status).toBe(404);
+  });
+});

@@ -1,0 +1,63 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { BlockRepository, ConversationRepository, TurnRepository } from '@portal/dal';
+import { DomainError, type Turn } from '@portal/domain';
+import { OwnershipService } from '../common/ownership.service';
+import type { Principal } from '../common/principal.types';
+import { messageView, type MessageView } from './transcript.util';
+
+export interface ConversationSummary {
+  id: string;
+  agentId: string;
+  title: string | null;
+  updatedAt: string;
+}
+
+export interface ConversationView {
+  id: string;
+  agentId: string;
+  title: string | null;
+  turns: Pick<Turn, 'id' | 'n' | 'kind' | 'status' | 'effort'>[];
+}
+
+@Injectable()
+export class ConversationsService {
+  constructor(
+    @Inject(OwnershipService) private readonly owned: OwnershipService,
+    @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
+    @Inject(TurnRepository) private readonly turns: TurnRepository,
+    @Inject(BlockRepository) private readonly blocks: BlockRepository,
+  ) {}
+
+  async create(caller: Principal, agentId: string): Promise<{ id: string }> {
+    const conversation = await this.conversations.create(caller.orgId, caller.userId, agentId);
+    if (!conversation) throw new DomainError('not_found', `Agent ${agentId} not found`);
+    return { id: conversation.id };
+  }
+
+  async list(caller: Principal): Promise<ConversationSummary[]> {
+    const conversations = await this.conversations.listForUser(caller.orgId, caller.userId);
+    return conversations.map((c) => ({
+      id: c.id,
+      agentId: c.agentId,
+      title: c.title,
+      updatedAt: c.updatedAt.toISOString(),
+    }));
+  }
+
+  async get(caller: Principal, conversationId: string): Promise<ConversationView> {
+    const conversation = await this.owned.conversation(caller, conversationId);
+    const turns = await this.turns.listForConversation(caller.orgId, conversation.id);
+    return {
+      id: conversation.id,
+      agentId: conversation.agentId,
+      title: conversation.title,
+      turns: turns.map(({ id, n, kind, status, effort }) => ({ id, n, kind, status, effort })),
+    };
+  }
+
+  async messages(caller: Principal, conversationId: string): Promise<MessageView[]> {
+    const conversation = await this.owned.conversation(caller, conversationId);
+    const messages = await this.blocks.listConversationMessages(caller.orgId, conversation.id);
+    return messages.map(messageView);
+  }
+}

@@ -1,0 +1,30 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { ConversationEvents } from '@portal/queue';
+import { OwnershipService } from '../common/ownership.service';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
+import { MetricsService } from '../metrics/metrics.service';
+import { LifecycleService } from './lifecycle.service';
+import { TurnDispatchService } from './turn-dispatch.service';
+
+const SHARED = [OwnershipService, MetricsService, TurnDispatchService];
+
+/** What every feature module uses: the config, the event stream, ownership checks, metrics. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(config: GatewayConfig): DynamicModule {
+    return {
+      module: CoreModule,
+      providers: [
+        { provide: GATEWAY_CONFIG, useValue: config },
+        {
+          provide: ConversationEvents,
+          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
+        },
+        ...SHARED,
+        LifecycleService,
+      ],
+      exports: [GATEWAY_CONFIG, ConversationEvents, ...SHARED],
+    };
+  }
+}

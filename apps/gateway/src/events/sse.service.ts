@@ -1,0 +1,68 @@
+import { once } from 'node:events';
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { ConversationEvents } from '@portal/queue';
+import { MetricsService } from '../metrics/metrics.service';
+
+export const HEARTBEAT_MS = 15_000;
+
+/** A Redis stream id, which is also the SSE event id. */
+export const STREAM_ID = /^\d+-\d+$/;
+
+/**
+ * Streams a conversation's events as Server-Sent Events: headers at once, then every event after
+ * `afterId` (the retained backlog first, then live ones), each with its stream id as `id:`.
+ * Closing the app ends every stream before the HTTP server closes.
+ */
+@Injectable()
+export class SseService implements OnModuleDestroy {
+  private readonly logger = new Logger('Sse');
+  private readonly streams = new Map<AbortController, Promise<void>>();
+
+  constructor(
+    @Inject(ConversationEvents) private readonly events: ConversationEvents,
+    @Inject(MetricsService) private readonly metrics: MetricsService,
+  ) {}
+
+  stream(reply: FastifyReply, conversationId: string, afterId: string): void {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      // The socket ends with the stream: it is never reused for another request.
+      connection: 'close',
+    });
+    res.write(': connected\n\n');
+
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const heartbeat = setInterval(() => res.writable && res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    this.metrics.sseOpened();
+    const done = (async () => {
+      try {
+        for await (const { id, event } of this.events.follow(conversationId, afterId, abort.signal)) {
+          if (!res.write(`id: ${id}\ndata: ${JSON.stringify(event)}\n\n`)) {
+            await once(res, 'drain', { signal: abort.signal });
+          }
+        }
+      } catch (err) {
+        if (!abort.signal.aborted)
+          this.logger.error(`stream of ${conversationId}: ${(err as Error).message}`);
+      } finally {
+        clearInterval(heartbeat);
+        this.metrics.sseClosed();
+        this.streams.delete(abort);
+        res.end();
+      }
+    })();
+    this.streams.set(abort, done);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    const open = [...this.streams];
+    for (const [abort] of open) abort.abort();
+    await Promise.all(open.map(([, done]) => done));
+  }
+}

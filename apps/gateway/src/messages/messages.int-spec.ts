@@ -1,0 +1,347 @@
+import { randomUUID } from 'node:crypto';
+import { QueueName } from '@portal/contracts';
+import { BlockRepository, SkillRepository, TraceRepository, TurnRepository } from '@portal/dal';
+import {
+  attachment,
+  counts,
+  job,
+  newConversation,
+  openSse,
+  openTurn,
+  pauseWithRequest,
+  send,
+  setStatus,
+  startGateway,
+  type Harness,
+  type Who,
+} from '../../test/gateway-harness.util';
+
+let gw: Harness;
+let skillIds: Record<string, string>;
+beforeAll(async () => {
+  gw = await startGateway();
+  const skills = await new SkillRepository(gw.db.dataSource).findBySlugs('acme', [
+    'fact-check',
+    'style-guide',
+    'draft',
+    'secret',
+    'retired',
+  ]);
+  skillIds = Object.fromEntries(skills.map((s) => [s.slug, s.id]));
+});
+afterAll(async () => {
+  await gw?.close();
+});
+
+const turns = () => new TurnRepository(gw.db.dataSource);
+
+describe('a message that opens a turn', () => {
+  it('records the queued turn, message and trace at once, enqueues it and publishes its events', async () => {
+    const conversationId = await newConversation(gw);
+    const sse = await openSse(gw, conversationId);
+    const res = await send(gw, conversationId, { text: '/fact-check  compare these' });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ turnId: expect.any(String), kind: 'turn' });
+    const turnId = res.body.turnId;
+
+    expect(await turns().get('acme', turnId)).toEqual({
+      id: turnId,
+      conversationId,
+      n: 1,
+      kind: 'turn',
+      status: 'queued',
+      effort: 'medium',
+      model: 'seeing',
+      contextTokens: null,
+      selectedSkillIds: [skillIds['fact-check']],
+      catalogueSkillIds: [skillIds['style-guide']],
+      error: null,
+    });
+    const [message] = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+    expect(message).toMatchObject({
+      role: 'user',
+      attachmentIds: [],
+      blocks: [
+        { seq: 1, kind: 'text', text: '/fact-check  compare these', narration: false, steering: false },
+      ],
+    });
+    expect(await new TraceRepository(gw.db.dataSource).listForTurn('acme', turnId)).toEqual([
+      { turnId, kind: 'SKILL_SELECT', skillIds: [skillIds['fact-check']], at: expect.any(Date) },
+    ]);
+    expect(await job(gw, QueueName.Turns, `run-turn:${turnId}:open`)).toEqual({
+      name: 'run-turn',
+      data: { orgId: 'acme', turnId },
+    });
+
+    const events = (await sse.take(3)).map((e) => e.data);
+    sse.close();
+    expect(events).toEqual([
+      { type: 'turn_started', turnId },
+      { type: 'block_finished', turnId, block: message.blocks[0] },
+      { type: 'turn_state', turnId, status: 'queued' },
+    ]);
+    const metrics = (await gw.call('GET', '/metrics', { as: null })).body as string;
+    expect(metrics).toMatch(/portal_gateway_turns_opened_total\{kind="turn"\} [1-9]/);
+  });
+
+  it("takes the message's effort over the agent's, and numbers turns", async () => {
+    const conversationId = await newConversation(gw);
+    const first = await openTurn(gw, conversationId);
+    await setStatus(gw, first, 'completed');
+    const res = await send(gw, conversationId, { text: 'again', effort: 'high' });
+    expect(await turns().get('acme', res.body.turnId)).toMatchObject({ n: 2, effort: 'high' });
+  });
+
+  it.each<[Who, string, string[]]>([
+    ['alice', '/draft /fact-check /draft go', ['draft', 'fact-check']],
+    ['dave', '/secret go', ['secret']],
+  ])(
+    'lets %s select visible active skills, published or not, in the order typed',
+    async (who, text, slugs) => {
+      const conversationId = await newConversation(gw, who);
+      const res = await send(gw, conversationId, { text }, who);
+      expect(res.status).toBe(202);
+      const turn = await turns().get('acme', res.body.turnId);
+      expect(turn!.selectedSkillIds).toEqual(slugs.map((s) => skillIds[s]));
+    },
+  );
+
+  it('lets a skill be selected on an agent it is not bound to; the catalogue is the agent’s own', async () => {
+    const conversationId = await newConversation(gw, 'alice', 'blind');
+    const res = await send(gw, conversationId, { text: '/style-guide tidy this' });
+    expect(await turns().get('acme', res.body.turnId)).toMatchObject({
+      selectedSkillIds: [skillIds['style-guide']],
+      catalogueSkillIds: [],
+      model: 'blind',
+      effort: 'low',
+    });
+  });
+
+  it("snapshots the catalogue the caller sees: dave's private skill is in his", async () => {
+    const conversationId = await newConversation(gw, 'dave');
+    const res = await send(gw, conversationId, { text: 'hi' }, 'dave');
+    const turn = await turns().get('acme', res.body.turnId);
+    expect(turn!.catalogueSkillIds).toEqual([
+      skillIds['fact-check'],
+      skillIds['style-guide'],
+      skillIds['secret'],
+    ]);
+  });
+
+  it('accepts attachments of the caller, unbound or bound to the conversation, and stores them', async () => {
+    const conversationId = await newConversation(gw);
+    const doc = await attachment(gw);
+    const picture = await attachment(gw, { kind: 'picture', conversationId });
+    const res = await send(gw, conversationId, { text: 'look', attachmentIds: [doc, picture, doc] });
+    expect(res.status).toBe(202);
+    const [message] = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', res.body.turnId);
+    expect(message.attachmentIds).toEqual([doc, picture]);
+  });
+});
+
+describe('the checks before a turn opens', () => {
+  async function expectRefused(
+    conversationId: string,
+    body: { text: string; attachmentIds?: string[] },
+    status: number,
+    code: string,
+    message?: RegExp,
+    who: Who = 'alice',
+  ) {
+    const before = await counts(gw);
+    const res = await send(gw, conversationId, body, who);
+    expect(res.status).toBe(status);
+    expect(res.body.error.code).toBe(code);
+    if (message) expect(res.body.error.message).toMatch(message);
+    expect(await counts(gw)).toEqual(before);
+  }
+
+  it.each([
+    ['a missing skill', '/nope do it', 'nope'],
+    ['an inactive skill', '/retired do it', 'retired'],
+    ["another user's private skill", '/secret do it', 'secret'],
+    ["another org's skill", '/globex-only do it', 'globex-only'],
+    ['one bad skill among good ones', '/fact-check /nope do it', 'nope'],
+  ])('refuses %s with 422 skill_rejected naming the slug, recording nothing', async (_, text, slug) => {
+    const conversationId = await newConversation(gw);
+    await expectRefused(conversationId, { text }, 422, 'skill_rejected', new RegExp(`/${slug}\\b`));
+  });
+
+  it('refuses attachments that are not usable here with 422 attachment_not_found', async () => {
+    const conversationId = await newConversation(gw);
+    const elsewhere = await newConversation(gw);
+    const cases = [
+      randomUUID(),
+      'not-a-uuid',
+      await attachment(gw, { userId: 'bob' }),
+      await attachment(gw, { conversationId: elsewhere }),
+      await attachment(gw, { orgId: 'globex', userId: 'mallory' }),
+    ];
+    for (const id of cases) {
+      await expectRefused(conversationId, { text: 'see', attachmentIds: [id] }, 422, 'attachment_not_found');
+    }
+  });
+
+  it('refuses a picture for a model that cannot see with 422 model_cannot_see naming the model', async () => {
+    const conversationId = await newConversation(gw, 'alice', 'blind');
+    const picture = await attachment(gw, { kind: 'picture' });
+    await expectRefused(
+      conversationId,
+      { text: 'see', attachmentIds: [picture] },
+      422,
+      'model_cannot_see',
+      /blind/,
+    );
+    const doc = await attachment(gw);
+    expect((await send(gw, conversationId, { text: 'read', attachmentIds: [doc] })).status).toBe(202);
+  });
+
+  it('runs the checks in the order of the spec', async () => {
+    const conversationId = await newConversation(gw, 'alice', 'blind');
+    const picture = await attachment(gw, { kind: 'picture' });
+    await expectRefused(
+      conversationId,
+      { text: '/nope x', attachmentIds: [randomUUID()] },
+      422,
+      'skill_rejected',
+    );
+    await expectRefused(
+      conversationId,
+      { text: 'x', attachmentIds: [picture, randomUUID()] },
+      422,
+      'attachment_not_found',
+    );
+  });
+
+  it('validates the body, naming the field', async () => {
+    const conversationId = await newConversation(gw);
+    for (const [body, field] of [
+      [{}, 'text'],
+      [{ text: '' }, 'text'],
+      [{ text: 'x', effort: 'max' }, 'effort'],
+      [{ text: 'x', attachmentIds: 'a' }, 'attachmentIds'],
+    ] as const) {
+      const res = await gw.call('POST', `/v1/conversations/${conversationId}/messages`, { body });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(new RegExp(`^${field}: `));
+    }
+  });
+});
+
+describe('a message while a turn is open', () => {
+  it.each(['queued', 'running'] as const)(
+    'steers a %s turn: a new user message with a steering block',
+    async (status) => {
+      const conversationId = await newConversation(gw);
+      const turnId = await openTurn(gw, conversationId, 'first');
+      await setStatus(gw, turnId, status);
+      const sse = await openSse(gw, conversationId);
+      const before = await counts(gw);
+
+      const res = await send(gw, conversationId, { text: '/fact-check also check the dates' });
+      expect(res.status).toBe(202);
+      expect(res.body).toEqual({ turnId, steered: true });
+      const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+      expect(messages.map((m) => m.role)).toEqual(['user', 'user']);
+      const steering = messages[1].blocks[0];
+      expect(steering).toMatchObject({
+        seq: 2,
+        kind: 'text',
+        text: '/fact-check also check the dates',
+        steering: true,
+        narration: false,
+      });
+      expect(await counts(gw)).toEqual({
+        ...before,
+        messages: before.messages + 1,
+        blocks: before.blocks + 1,
+      });
+      expect((await sse.next()).data).toEqual({ type: 'block_finished', turnId, block: steering });
+      sse.close();
+      expect((await turns().get('acme', turnId))!.status).toBe(status);
+    },
+  );
+
+  it('refuses a plain message while the turn is paused with 409 turn_paused, recording nothing', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId);
+    await pauseWithRequest(gw, turnId, 'clarification_request');
+    const before = await counts(gw);
+    const res = await send(gw, conversationId, { text: 'hello?' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('turn_paused');
+    expect(await counts(gw)).toEqual(before);
+  });
+});
+
+describe('/compact', () => {
+  it('refuses when nothing has been written, while a turn is open, or with attachments', async () => {
+    const conversationId = await newConversation(gw);
+    const nothing = await send(gw, conversationId, { text: '/compact' });
+    expect(nothing.status).toBe(409);
+    expect(nothing.body.error).toEqual({
+      code: 'compact_refused',
+      message: expect.stringMatching(/nothing has been written/),
+    });
+
+    const turnId = await openTurn(gw, conversationId);
+    for (const status of ['queued', 'running', 'paused'] as const) {
+      await setStatus(gw, turnId, status);
+      const before = await counts(gw);
+      const open = await send(gw, conversationId, { text: '/compact keep figures' });
+      expect(open.status).toBe(409);
+      expect(open.body.error).toEqual({ code: 'compact_refused', message: expect.stringContaining(status) });
+      expect(await counts(gw)).toEqual(before);
+    }
+
+    await setStatus(gw, turnId, 'completed');
+    const doc = await attachment(gw);
+    const withFile = await send(gw, conversationId, { text: '/compact', attachmentIds: [doc] });
+    expect(withFile.status).toBe(409);
+    expect(withFile.body.error.message).toMatch(/attachments/);
+  });
+
+  it('opens a compaction turn and enqueues its compact job; then refuses until more is written', async () => {
+    const conversationId = await newConversation(gw);
+    const first = await openTurn(gw, conversationId);
+    await setStatus(gw, first, 'completed');
+
+    const res = await send(gw, conversationId, { text: '/compact keep every figure', effort: 'low' });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ turnId: expect.any(String), kind: 'compaction' });
+    const turnId = res.body.turnId;
+    expect(await turns().get('acme', turnId)).toMatchObject({
+      kind: 'compaction',
+      status: 'queued',
+      n: 2,
+      effort: 'low',
+      model: 'seeing',
+      selectedSkillIds: [],
+    });
+    expect(await job(gw, QueueName.Compactions, `compact:${turnId}:manual`)).toEqual({
+      name: 'compact',
+      data: { orgId: 'acme', turnId, trigger: 'MANUAL', requestId: turnId },
+    });
+
+    // The compaction worker writes the summary and settles the turn.
+    const blocks = new BlockRepository(gw.db.dataSource);
+    const message = await blocks.addMessage('acme', turnId, 'assistant');
+    await blocks.appendNext('acme', message!.id, [
+      {
+        kind: 'compaction',
+        summary: 'Summary of turns 1–1',
+        trigger: 'MANUAL',
+        coversTurns: { from: 1, to: 1 },
+      },
+      { kind: 'text', text: 'Context summarised: turns 1–1.', narration: false, steering: false },
+    ]);
+    await setStatus(gw, turnId, 'completed');
+    const again = await send(gw, conversationId, { text: '/compact' });
+    expect(again.status).toBe(409);
+    expect(again.body.error.message).toMatch(/nothing has been written/);
+
+    const third = await openTurn(gw, conversationId, 'more');
+    await setStatus(gw, third, 'failed');
+    expect((await send(gw, conversationId, { text: '/compact' })).status).toBe(202);
+  });
+});

@@ -1,0 +1,134 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import {
+  AgentRepository,
+  BlockRepository,
+  DalError,
+  SkillRepository,
+  TurnRepository,
+  type Conversation,
+} from '@portal/dal';
+import { DomainError, type Turn } from '@portal/domain';
+import { parseLeadingSlugs } from '@portal/prompt';
+import { OwnershipService } from '../common/ownership.service';
+import type { Principal } from '../common/principal.types';
+import { TurnDispatchService } from '../core/turn-dispatch.service';
+import { CompactionRequestService } from './compaction-request.service';
+import { MessageChecksService } from './message-checks.service';
+import type { PostMessage, PostMessageResult } from './message.schemas';
+import { TurnOpeningService } from './turn-opening.service';
+
+/** The open turn changed between reading it and writing: read again and decide again. */
+class RaceLost extends Error {}
+
+const ATTEMPTS = 3;
+
+/** `POST /v1/conversations/:id/messages`: a new turn, a steering message, or `/compact`. */
+@Injectable()
+export class MessagesService {
+  constructor(
+    @Inject(DataSource) private readonly dataSource: DataSource,
+    @Inject(OwnershipService) private readonly owned: OwnershipService,
+    @Inject(AgentRepository) private readonly agents: AgentRepository,
+    @Inject(SkillRepository) private readonly skills: SkillRepository,
+    @Inject(TurnRepository) private readonly turns: TurnRepository,
+    @Inject(MessageChecksService) private readonly checks: MessageChecksService,
+    @Inject(TurnOpeningService) private readonly opener: TurnOpeningService,
+    @Inject(CompactionRequestService) private readonly compaction: CompactionRequestService,
+    @Inject(TurnDispatchService) private readonly dispatch: TurnDispatchService,
+  ) {}
+
+  async post(caller: Principal, conversationId: string, body: PostMessage): Promise<PostMessageResult> {
+    const conversation = await this.owned.conversation(caller, conversationId);
+    const message = { ...body, attachmentIds: [...new Set(body.attachmentIds)] };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.postOnce(caller, conversation, message);
+      } catch (err) {
+        const raced = err instanceof RaceLost || (err instanceof DalError && err.code === 'turn_active');
+        if (!raced || attempt === ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async postOnce(
+    caller: Principal,
+    conversation: Conversation,
+    body: PostMessage,
+  ): Promise<PostMessageResult> {
+    const parsed = parseLeadingSlugs(body.text);
+    const open = await this.turns.getActive(caller.orgId, conversation.id);
+    if (open && !parsed.isCompact) {
+      if (open.status === 'paused') {
+        throw new DomainError('turn_paused', `Turn ${open.n} is waiting for an answer to its request`, {
+          turnId: open.id,
+        });
+      }
+      return this.steer(caller, conversation, open, body);
+    }
+
+    const agent = await this.agents.get(caller.orgId, conversation.agentId);
+    if (!agent) throw new DomainError('not_found', `Agent ${conversation.agentId} not found`);
+    const selected = await this.checks.selectSkills(caller, parsed.slugs);
+    const manifests = await this.checks.attachmentsOf(caller, conversation.id, body.attachmentIds);
+    this.checks.vision(agent.model, manifests);
+    const effort = body.effort ?? agent.effort;
+
+    if (parsed.isCompact) {
+      return this.compaction.request(caller, conversation, {
+        open,
+        text: body.text,
+        attachmentIds: body.attachmentIds,
+        effort,
+        model: agent.model,
+      });
+    }
+
+    const selectedIds = selected.map((s) => s.id);
+    const catalogue = await this.skills.listCatalogue(caller.orgId, caller.userId, agent.id);
+    const turn = await this.opener.open(
+      caller,
+      conversation,
+      {
+        kind: 'turn',
+        text: body.text,
+        attachmentIds: body.attachmentIds,
+        effort,
+        model: agent.model,
+        selectedSkillIds: selectedIds,
+        catalogueSkillIds: catalogue.map((s) => s.id).filter((id) => !selectedIds.includes(id)),
+      },
+      (turnId) => this.dispatch.runTurn(caller.orgId, turnId, 'open'),
+    );
+    return { turnId: turn.id, kind: 'turn' };
+  }
+
+  /**
+   * Turn protocol step 3: a new user message of the queued or running turn holding one steering
+   * text block. The turn row stays locked until it commits, so the turn cannot settle in between.
+   */
+  private async steer(
+    caller: Principal,
+    conversation: Conversation,
+    open: Turn,
+    body: PostMessage,
+  ): Promise<PostMessageResult> {
+    const manifests = await this.checks.attachmentsOf(caller, conversation.id, body.attachmentIds);
+    this.checks.vision(open.model, manifests);
+    const block = await this.dataSource.transaction(async (em) => {
+      const locked = await new TurnRepository(em).lockForUpdate(caller.orgId, open.id);
+      if (locked?.turn.status !== 'queued' && locked?.turn.status !== 'running') throw new RaceLost();
+      const blocks = new BlockRepository(em);
+      const message = await blocks.addMessage(caller.orgId, open.id, 'user', {
+        attachmentIds: body.attachmentIds,
+      });
+      if (!message) throw new RaceLost();
+      const [steering] = await blocks.appendNext(caller.orgId, message.id, [
+        { kind: 'text', text: body.text, narration: false, steering: true },
+      ]);
+      return steering;
+    });
+    await this.dispatch.publish(conversation.id, [{ type: 'block_finished', turnId: open.id, block }]);
+    return { turnId: open.id, steered: true };
+  }
+}

@@ -1,0 +1,50 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { TraceRepository, TurnRepository, type Conversation, type NewTurn } from '@portal/dal';
+import { DomainError, type Turn } from '@portal/domain';
+import type { Principal } from '../common/principal.types';
+import { TurnDispatchService } from '../core/turn-dispatch.service';
+import { MetricsService } from '../metrics/metrics.service';
+
+/**
+ * Turn protocol step 1: the queued turn, the person's message and the SKILL_SELECT trace entry in
+ * one transaction; then the job, then the events.
+ */
+@Injectable()
+export class TurnOpeningService {
+  constructor(
+    @Inject(DataSource) private readonly dataSource: DataSource,
+    @Inject(TurnDispatchService) private readonly dispatch: TurnDispatchService,
+    @Inject(MetricsService) private readonly metrics: MetricsService,
+  ) {}
+
+  /** Throws DalError `turn_active` when another request opened a turn first. */
+  async open(
+    caller: Principal,
+    conversation: Conversation,
+    input: Omit<NewTurn, 'conversationId'>,
+    enqueue: (turnId: string) => Promise<void>,
+  ): Promise<Turn> {
+    const { turn, message } = await this.dataSource.transaction(async (em) => {
+      const created = await new TurnRepository(em).createWithUserMessage(caller.orgId, {
+        ...input,
+        conversationId: conversation.id,
+      });
+      if (!created) throw new DomainError('not_found', `Conversation ${conversation.id} not found`);
+      await new TraceRepository(em).addSkillSelect(
+        caller.orgId,
+        created.turn.id,
+        input.selectedSkillIds ?? [],
+      );
+      return created;
+    });
+    this.metrics.turnOpened(turn.kind);
+    await enqueue(turn.id);
+    await this.dispatch.publish(conversation.id, [
+      { type: 'turn_started', turnId: turn.id },
+      { type: 'block_finished', turnId: turn.id, block: message.blocks[0] },
+      { type: 'turn_state', turnId: turn.id, status: 'queued' },
+    ]);
+    return turn;
+  }
+}

@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { TurnKind } from '@portal/domain';
+
+/** The gateway's Prometheus metrics, on a registry of its own (several apps may share a process in tests). */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  private readonly httpRequests = new Counter({
+    name: 'portal_gateway_http_requests_total',
+    help: 'HTTP requests answered, by route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly sseConnections = new Gauge({
+    name: 'portal_gateway_sse_connections',
+    help: 'Open Server-Sent Events streams',
+    registers: [this.registry],
+  });
+
+  private readonly turnsOpened = new Counter({
+    name: 'portal_gateway_turns_opened_total',
+    help: 'Turns opened by the gateway, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'portal_gateway_' });
+  }
+
+  httpRequest(method: string, route: string, status: number): void {
+    this.httpRequests.inc({ method, route, status: String(status) });
+  }
+
+  sseOpened(): void {
+    this.sseConnections.inc();
+  }
+
+  sseClosed(): void {
+    this.sseConnections.dec();
+  }
+
+  turnOpened(kind: TurnKind): void {
+    this.turnsOpened.inc({ kind });
+  }
+}

@@ -1,0 +1,51 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { PromptInputLoader } from '@portal/dal';
+import { assemblePrompt, type LayerName } from '@portal/prompt';
+import { OwnershipService } from '../common/ownership.service';
+import type { Principal } from '../common/principal.types';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
+
+export interface PromptPreview {
+  model: string;
+  contextWindow: number;
+  /** Share of the context window at which a call compacts first. */
+  compactAt: number;
+  /** The projected input: the sum of the layers (tool schemas and framing count to the portal floor). */
+  totalTokens: number;
+  layers: { layer: LayerName; tokens: number; messages: number }[];
+}
+
+/**
+ * What the next model call of a conversation would read before a new message, assembled exactly as
+ * the orchestrator assembles it (same loader, same `assemblePrompt`), without calling a model.
+ */
+@Injectable()
+export class PromptPreviewService {
+  private readonly loader: PromptInputLoader;
+
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Inject(OwnershipService) private readonly owned: OwnershipService,
+    @Inject(DataSource) dataSource: DataSource,
+  ) {
+    this.loader = new PromptInputLoader(dataSource);
+  }
+
+  async preview(caller: Principal, conversationId: string): Promise<PromptPreview> {
+    const conversation = await this.owned.conversation(caller, conversationId);
+    const { model, assemble } = await this.loader.forPreview(caller.orgId, conversation.id, this.config);
+    const prompt = assemblePrompt(assemble);
+    // The empty new message is not part of what the conversation costs before one arrives.
+    const layers = prompt.layers
+      .filter((l) => l.layer !== 'new_message' && l.messageCount > 0)
+      .map((l) => ({ layer: l.layer, tokens: l.tokens, messages: l.messageCount }));
+    return {
+      model: model.id,
+      contextWindow: model.contextWindow,
+      compactAt: model.compactAt ?? this.config.limits.COMPACT_AT,
+      totalTokens: layers.reduce((sum, l) => sum + l.tokens, 0),
+      layers,
+    };
+  }
+}

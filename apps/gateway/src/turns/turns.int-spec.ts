@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import IORedis from 'ioredis';
+import { QueueName } from '@portal/contracts';
+import { BlockRepository, SkillRepository, TurnRepository, UsageRepository } from '@portal/dal';
+import {
+  job,
+  newConversation,
+  openSse,
+  openTurn,
+  pauseWithRequest,
+  REDIS_URL,
+  setStatus,
+  startGateway,
+  type Harness,
+} from '../../test/gateway-harness.util';
+import { cancelChannel } from '@portal/contracts';
+
+let gw: Harness;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(async () => {
+  await gw?.close();
+});
+
+const turns = () => new TurnRepository(gw.db.dataSource);
+const blocks = () => new BlockRepository(gw.db.dataSource);
+
+describe('GET /v1/turns/:id, usage and trace', () => {
+  it('shows the turn, its usage rows and its SKILL_SELECT entry', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId, '/fact-check go');
+    const [factCheck] = await new SkillRepository(gw.db.dataSource).findBySlugs('acme', ['fact-check']);
+
+    const turn = await gw.call('GET', `/v1/turns/${turnId}`);
+    expect(turn.status).toBe(200);
+    expect(turn.body).toMatchObject({
+      id: turnId,
+      conversationId,
+      n: 1,
+      status: 'queued',
+      effort: 'medium',
+      model: 'seeing',
+      contextTokens: null,
+      selectedSkillIds: [factCheck.id],
+      catalogueSkillIds: expect.any(Array),
+      error: null,
+    });
+
+    await new UsageRepository(gw.db.dataSource).add('acme', {
+      turnId,
+      kind: 'turn',
+      model: 'seeing',
+      inputTokens: 1200,
+      outputTokens: 80,
+      cachedTokens: 1000,
+      cost: 0.00036,
+    });
+    expect((await gw.call('GET', `/v1/turns/${turnId}/usage`)).body).toEqual([
+      {
+        kind: 'turn',
+        model: 'seeing',
+        inputTokens: 1200,
+        outputTokens: 80,
+        cachedTokens: 1000,
+        cost: 0.00036,
+      },
+    ]);
+    expect((await gw.call('GET', `/v1/turns/${turnId}/trace`)).body).toEqual([
+      { kind: 'SKILL_SELECT', skillIds: [factCheck.id], at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+    ]);
+  });
+
+  it('answers 404 for a missing turn', async () => {
+    for (const path of ['', '/usage', '/trace']) {
+      expect((await gw.call('GET', `/v1/turns/${randomUUID()}${path}`)).status).toBe(404);
+    }
+  });
+});
+
+describe('POST /v1/turns/:id/requests/:blockId', () => {
+  it('answers a clarification: the block gets the answer, the turn runs again, a job and events follow', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId);
+    const request = await pauseWithRequest(gw, turnId, 'clarification_request');
+    const sse = await openSse(gw, conversationId);
+
+    const res = await gw.call('POST', `/v1/turns/${turnId}/requests/${request.id}`, {
+      body: { answer: '2025' },
+    });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ turnId, status: 'running' });
+    const answered = (await blocks().getBlock('acme', request.id))!.block;
+    expect(answered).toEqual({ ...request, answer: '2025' });
+    expect((await turns().get('acme', turnId))!.status).toBe('running');
+    expect(await job(gw, QueueName.Turns, `run-turn:${turnId}:answer-${request.id}`)).toEqual({
+      name: 'run-turn',
+      data: { orgId: 'acme', turnId },
+    });
+    expect((await sse.take(2)).map((e) => e.data)).toEqual([
+      { type: 'block_finished', turnId, block: answered },
+      { type: 'turn_state', turnId, status: 'running' },
+    ]);
+    sse.close();
+
+    const again = await gw.call('POST', `/v1/turns/${turnId}/requests/${request.id}`, {
+      body: { answer: 'x' },
+    });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('request_not_pending');
+  });
+
+  it('answers an approval with a note, or without one', async () => {
+    for (const body of [{ approved: false, note: 'Not that server.' }, { approved: true }]) {
+      const conversationId = await newConversation(gw);
+      const turnId = await openTurn(gw, conversationId);
+      const request = await pauseWithRequest(gw, turnId, 'approval_request');
+      const res = await gw.call('POST', `/v1/turns/${turnId}/requests/${request.id}`, { body });
+      expect(res.status).toBe(202);
+      expect((await blocks().getBlock('acme', request.id))!.block).toEqual({
+        ...request,
+        approved: body.approved,
+        note: body.note ?? null,
+      });
+    }
+  });
+
+  it('validates the answer against the kind of request', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId);
+    const clarification = await pauseWithRequest(gw, turnId, 'clarification_request');
+    for (const body of [{ approved: true }, { answer: '' }, undefined]) {
+      const res = await gw.call('POST', `/v1/turns/${turnId}/requests/${clarification.id}`, { body });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toEqual({
+        code: 'validation_failed',
+        message: expect.stringMatching(/answer|approved/),
+      });
+    }
+    expect((await turns().get('acme', turnId))!.status).toBe('paused');
+  });
+
+  it('refuses blocks that are not a pending request of that turn', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId);
+    const [userMessage] = await blocks().listTurnMessages('acme', turnId);
+    const notRequest = await gw.call('POST', `/v1/turns/${turnId}/requests/${userMessage.blocks[0].id}`, {
+      body: { answer: 'x' },
+    });
+    expect(notRequest.status).toBe(409);
+    expect(notRequest.body.error.code).toBe('request_not_pending');
+
+    const otherConversation = await newConversation(gw);
+    const otherTurn = await openTurn(gw, otherConversation);
+    const elsewhere = await pauseWithRequest(gw, otherTurn, 'clarification_request');
+    const wrongTurn = await gw.call('POST', `/v1/turns/${turnId}/requests/${elsewhere.id}`, {
+      body: { answer: 'x' },
+    });
+    expect(wrongTurn.status).toBe(404);
+    const missing = await gw.call('POST', `/v1/turns/${turnId}/requests/${randomUUID()}`, {
+      body: { answer: 'x' },
+    });
+    expect(missing.status).toBe(404);
+
+    // A pending request on a turn that is not paused (cut off meanwhile) is not answerable.
+    await setStatus(gw, otherTurn, 'cut_off');
+    const settled = await gw.call('POST', `/v1/turns/${otherTurn}/requests/${elsewhere.id}`, {
+      body: { answer: 'x' },
+    });
+    expect(settled.status).toBe(409);
+    expect(settled.body.error.code).toBe('request_not_pending');
+  });
+});
+
+describe('POST /v1/turns/:id/cancel', () => {
+  it('flags an open turn, tells its worker on the cancel channel and enqueues the cancel job', async () => {
+    const subscriber = new IORedis(REDIS_URL);
+    const heard: string[] = [];
+    subscriber.on('message', (_channel: string, message: string) => heard.push(message));
+    await subscriber.subscribe(cancelChannel(gw.prefix));
+    try {
+      const conversationId = await newConversation(gw);
+      const turnId = await openTurn(gw, conversationId);
+      await setStatus(gw, turnId, 'running');
+
+      const res = await gw.call('POST', `/v1/turns/${turnId}/cancel`);
+      expect(res.status).toBe(202);
+      expect(res.body).toEqual({ turnId, status: 'running' });
+      const [row] = await gw.db.dataSource.query('SELECT cancel_requested_at FROM turns WHERE id = $1', [
+        turnId,
+      ]);
+      expect(row.cancel_requested_at).toBeInstanceOf(Date);
+      expect(await job(gw, QueueName.Turns, `run-turn:${turnId}:cancel`)).toEqual({
+        name: 'run-turn',
+        data: { orgId: 'acme', turnId },
+      });
+      // Pub/sub is delivered in order on one connection: a ping after it proves it has arrived.
+      await subscriber.ping();
+      expect(heard).toEqual([turnId]);
+    } finally {
+      await subscriber.quit();
+    }
+  });
+
+  it('leaves a settled turn as it is', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId);
+    await setStatus(gw, turnId, 'completed');
+    const res = await gw.call('POST', `/v1/turns/${turnId}/cancel`, { body: {} });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ turnId, status: 'completed' });
+    const [row] = await gw.db.dataSource.query('SELECT cancel_requested_at FROM turns WHERE id = $1', [
+      turnId,
+    ]);
+    expect(row.cancel_requested_at).toBeNull();
+    expect(await job(gw, QueueName.Turns, `run-turn:${turnId}:cancel`)).toBeUndefined();
+  });
+});

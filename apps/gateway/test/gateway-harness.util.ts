@@ -1,0 +1,356 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { QueueName, type Env, type PortalEvent } from '@portal/contracts';
+import { AttachmentRepository, BlockRepository, TurnRepository } from '@portal/dal';
+import type { AttachmentKind, Block, TurnStatus } from '@portal/domain';
+import { queueKeyPrefix } from '@portal/queue';
+import { createTestDatabase, type TestDatabase } from '@portal/testing';
+import { readConfig, type GatewayConfig } from '../src/config';
+import { createGatewayApp } from '../src/gateway-app.util';
+
+export const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+/** API keys of the standard bootstrap file. */
+export const KEYS = {
+  alice: 'pk_test_alice_author', // acme author
+  bob: 'pk_test_bob_member', // acme member
+  carol: 'pk_test_carol_admin', // acme admin
+  dave: 'pk_test_dave_author', // acme author, owns the private skill `secret`
+  mallory: 'pk_test_mallory_author', // globex author
+} as const;
+export type Who = keyof typeof KEYS;
+
+export const MODELS_YAML = `
+models:
+  - id: seeing
+    baseURL: http://127.0.0.1:9/v1
+    contextWindow: 100000
+    vision: { maxLongSide: 2048, maxShortSide: 768 }
+    reasoning: true
+    price: { inputPerMTok: 1, outputPerMTok: 2 }
+  - id: blind
+    baseURL: http://127.0.0.1:9/v1
+    contextWindow: 50000
+    compactAt: 0.5
+    price: { inputPerMTok: 1, outputPerMTok: 2 }
+`;
+
+const skill = (slug: string, extra: Record<string, unknown> = {}) => ({
+  slug,
+  name: slug,
+  description: `The ${slug} skill.`,
+  instructions: `Do ${slug}.`,
+  visibility: 'org',
+  status: 'active',
+  published: true,
+  owner: 'alice',
+  ...extra,
+});
+
+/** Two orgs: acme (four users, four skills, two agents) and globex (one of each). */
+export const STANDARD_BOOTSTRAP = {
+  portalFloor: 'You are the Acme test assistant.',
+  orgs: [
+    {
+      id: 'acme',
+      users: [
+        { id: 'alice', role: 'author', apiKey: KEYS.alice },
+        { id: 'bob', role: 'member', apiKey: KEYS.bob },
+        { id: 'carol', role: 'admin', apiKey: KEYS.carol },
+        { id: 'dave', role: 'author', apiKey: KEYS.dave },
+      ],
+      skills: [
+        skill('fact-check'),
+        skill('style-guide'),
+        skill('draft', { published: false }),
+        skill('secret', { visibility: 'private', owner: 'dave' }),
+        skill('retired', { status: 'inactive' }),
+      ],
+      agents: [
+        {
+          id: 'researcher',
+          name: 'Researcher',
+          instructions: 'Research carefully.',
+          model: 'seeing',
+          effort: 'medium',
+          skills: ['fact-check', 'style-guide', 'secret', 'retired', 'draft'],
+          tools: [],
+        },
+        { id: 'blind', name: 'Blind', model: 'blind', effort: 'low' },
+      ],
+    },
+    {
+      id: 'globex',
+      users: [{ id: 'mallory', role: 'author', apiKey: KEYS.mallory }],
+      skills: [skill('globex-only', { owner: 'mallory' })],
+      agents: [{ id: 'rival', name: 'Rival', model: 'seeing', skills: ['globex-only'] }],
+    },
+  ],
+};
+
+/** A response body as tests read it: field by field, checked by the assertions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyBody = any;
+
+export interface CallResult<T = AnyBody> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface Harness {
+  url: string;
+  app: NestFastifyApplication;
+  db: TestDatabase;
+  config: GatewayConfig;
+  prefix: string;
+  redis: IORedis;
+  call<T = AnyBody>(
+    method: string,
+    path: string,
+    opts?: { as?: Who | null; body?: unknown; headers?: Record<string, string> },
+  ): Promise<CallResult<T>>;
+  close(): Promise<void>;
+}
+
+/** Writes `content` to a fresh temporary file and returns its path. */
+export function tempFile(name: string, content: string): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'gateway-test-')), name);
+  writeFileSync(file, content);
+  return file;
+}
+
+/** The env of a gateway on `db` with its own Redis prefix and the test catalogue. */
+export function testEnv(db: TestDatabase, extra: Env = {}): Env {
+  return {
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    PORTAL_PREFIX: `gw-${randomBytes(4).toString('hex')}`,
+    PORTAL_MODELS_FILE: tempFile('models.yaml', MODELS_YAML),
+    PORTAL_TOOL_URL_ALLOW: 'https://tools.example.com/',
+    ...extra,
+  };
+}
+
+/**
+ * A gateway in this process on a fresh database and its own Redis prefix, listening on a free
+ * port. `bootstrap: null` boots without a bootstrap file (the demo org).
+ */
+export async function startGateway(
+  opts: { bootstrap?: object | null; env?: Env; db?: TestDatabase } = {},
+): Promise<Harness> {
+  const db = opts.db ?? (await createTestDatabase());
+  const bootstrap = opts.bootstrap === undefined ? STANDARD_BOOTSTRAP : opts.bootstrap;
+  const env = testEnv(db, {
+    ...(bootstrap && { PORTAL_BOOTSTRAP_FILE: tempFile('bootstrap.json', JSON.stringify(bootstrap)) }),
+    ...opts.env,
+  });
+  const config = readConfig(env);
+  const app = await createGatewayApp(config, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  const redis = new IORedis(REDIS_URL);
+  return {
+    url,
+    app,
+    db,
+    config,
+    prefix: config.prefix,
+    redis,
+    async call(method, route, { as = 'alice', body, headers = {} } = {}) {
+      const res = await fetch(url + route, {
+        method,
+        headers: {
+          ...(as && { authorization: `Bearer ${KEYS[as]}` }),
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...headers,
+        },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not JSON: keep the text
+      }
+      return { status: res.status, body: parsed as AnyBody, headers: res.headers };
+    },
+    async close() {
+      await app.close().catch(() => undefined); // a test may have closed it already
+      const keys = await redis.keys(`*${config.prefix}*`);
+      if (keys.length) await redis.del(...keys);
+      await redis.quit();
+      if (!opts.db) await db.drop();
+    },
+  };
+}
+
+// --- Seeding and inspecting -------------------------------------------------------------------
+
+export async function newConversation(
+  gw: Harness,
+  as: Who = 'alice',
+  agentId = 'researcher',
+): Promise<string> {
+  const res = await gw.call('POST', '/v1/conversations', { as, body: { agentId } });
+  if (res.status !== 201) throw new Error(`conversation: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.id;
+}
+
+export async function send(
+  gw: Harness,
+  conversationId: string,
+  body: { text: string; attachmentIds?: string[]; effort?: string },
+  as: Who = 'alice',
+): Promise<CallResult> {
+  return gw.call('POST', `/v1/conversations/${conversationId}/messages`, { as, body });
+}
+
+/** Opens a turn through the API and returns its id. */
+export async function openTurn(gw: Harness, conversationId: string, text = 'hello', as: Who = 'alice') {
+  const res = await send(gw, conversationId, { text }, as);
+  if (res.status !== 202) throw new Error(`turn: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.turnId as string;
+}
+
+export async function setStatus(gw: Harness, turnId: string, status: TurnStatus, orgId = 'acme') {
+  await new TurnRepository(gw.db.dataSource).updateStatus(orgId, turnId, status);
+}
+
+/** What the orchestrator does when the turn asks: an assistant message ending in a request; paused. */
+export async function pauseWithRequest(
+  gw: Harness,
+  turnId: string,
+  kind: 'clarification_request' | 'approval_request',
+  orgId = 'acme',
+): Promise<Block> {
+  const blocks = new BlockRepository(gw.db.dataSource);
+  const message = await blocks.addMessage(orgId, turnId, 'assistant');
+  const request =
+    kind === 'clarification_request'
+      ? { kind, callId: 'c1', question: 'Which year?', options: ['2024', '2025'], answer: null }
+      : { kind, callId: 'c1', name: 'lookup', arguments: '{}', approved: null, note: null };
+  const [block] = await blocks.appendNext(orgId, message!.id, [request]);
+  await setStatus(gw, turnId, 'paused', orgId);
+  return block;
+}
+
+export async function attachment(
+  gw: Harness,
+  opts: { orgId?: string; userId?: string; kind?: AttachmentKind; conversationId?: string | null } = {},
+): Promise<string> {
+  const kind = opts.kind ?? 'document';
+  const created = await new AttachmentRepository(gw.db.dataSource).create(opts.orgId ?? 'acme', {
+    userId: opts.userId ?? 'alice',
+    conversationId: opts.conversationId ?? null,
+    kind,
+    filename: kind === 'picture' ? 'photo.png' : 'notes.txt',
+    mimeType: kind === 'picture' ? 'image/png' : 'text/plain',
+    byteSize: 3,
+    sha256: randomUUID(),
+    original: Buffer.from('abc'),
+  });
+  return created!.id;
+}
+
+const COUNTED = ['turns', 'messages', 'blocks', 'trace_entries'] as const;
+
+/** Row counts of what opening a turn writes. */
+export async function counts(gw: Harness): Promise<Record<(typeof COUNTED)[number], number>> {
+  const out = {} as Record<(typeof COUNTED)[number], number>;
+  for (const table of COUNTED) {
+    const [{ n }] = await gw.db.dataSource.query(`SELECT count(*)::int AS n FROM ${table}`);
+    out[table] = n;
+  }
+  return out;
+}
+
+/** A job of the gateway's queues by id, or undefined. */
+export async function job(gw: Harness, queue: QueueName, jobId: string) {
+  const connection = gw.redis.duplicate();
+  const q = new Queue(queue, { connection, prefix: queueKeyPrefix(gw.prefix, queue) });
+  try {
+    const found = await q.getJob(jobId);
+    return found ? { name: found.name, data: found.data } : undefined;
+  } finally {
+    await q.close();
+    await connection.quit();
+  }
+}
+
+// --- Server-Sent Events ----------------------------------------------------------------------
+
+export interface SseEvent {
+  id: string;
+  data: PortalEvent;
+}
+
+export interface SseClient {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The next event (comments skipped). */
+  next(): Promise<SseEvent>;
+  /** The next `n` events. */
+  take(n: number): Promise<SseEvent[]>;
+  close(): void;
+}
+
+export async function openSse(
+  gw: Harness,
+  conversationId: string,
+  opts: { as?: Who; lastEventId?: string; query?: string } = {},
+): Promise<SseClient> {
+  // node:http with its own socket: fetch's pool may keep a spare connection open after an abort.
+  const req = http.get(`${gw.url}/v1/conversations/${conversationId}/events${opts.query ?? ''}`, {
+    agent: false,
+    headers: {
+      authorization: `Bearer ${KEYS[opts.as ?? 'alice']}`,
+      ...(opts.lastEventId && { 'last-event-id': opts.lastEventId }),
+    },
+  });
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    req.once('response', resolve);
+    req.once('error', reject);
+  });
+  res.setEncoding('utf8');
+  const chunks = res[Symbol.asyncIterator]();
+  let buffer = '';
+  const next = async (): Promise<SseEvent> => {
+    for (;;) {
+      const end = buffer.indexOf('\n\n');
+      if (end >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const fields = Object.fromEntries(
+          frame
+            .split('\n')
+            .filter((line) => !line.startsWith(':'))
+            .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trimStart()]),
+        );
+        if (fields['data'] !== undefined) return { id: fields['id'], data: JSON.parse(fields['data']) };
+        continue;
+      }
+      const chunk = await chunks.next();
+      if (chunk.done) throw new Error('stream ended');
+      buffer += chunk.value as string;
+    }
+  };
+  return {
+    status: res.statusCode ?? 0,
+    headers: res.headers,
+    next,
+    async take(n) {
+      const events: SseEvent[] = [];
+      while (events.length < n) events.push(await next());
+      return events;
+    },
+    close: () => req.destroy(),
+  };
+}

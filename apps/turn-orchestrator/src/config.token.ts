@@ -1,0 +1,2 @@
+/** Injection token of the app's TurnOrchestratorConfig. */
+export const CONFIG = Symbol('TurnOrchestratorConfig');

@@ -1,0 +1,170 @@
+import { QueueName } from '@portal/contracts';
+import { TurnEntity, TurnRepository } from '@portal/dal';
+import { checkTurn, type TextBlock } from '@portal/domain';
+import { QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
+import { fakeContextOverflow, fakeError } from '@portal/testing';
+import { ORG, startHarness, type Harness } from '../../test/turn.harness';
+import { TurnHandedBackError } from './turn-runner.service';
+import { TurnReconciler } from './turn-reconciler.service';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const LONG = Array.from({ length: 200 }, (_, i) => `word${i}`).join(' ');
+
+async function expectValid(turnId: string) {
+  expect(checkTurn({ turn: (await h.turn(turnId))!, messages: await h.messages(turnId) })).toEqual([]);
+}
+
+describe('model errors', () => {
+  it('retries a 429 after the retry-after the provider asked for, then succeeds', async () => {
+    const { turnId } = await h.openTurn();
+    const mark = h.fake.requests.length;
+    h.waits.length = 0;
+    h.fake.enqueue(fakeError(429, 'Slow down', { headers: { 'retry-after': '7' } }), 'After the wait.');
+    await h.run(turnId);
+    expect(h.waits).toEqual([7000]);
+    expect(h.turnCalls(mark)).toHaveLength(2);
+    expect(await h.turn(turnId)).toMatchObject({ status: 'completed' });
+    expect((await h.usage(turnId)).filter((u) => u.kind === 'turn')).toHaveLength(1);
+  });
+
+  it('fails with the reason once 5xx answers use up the retries', async () => {
+    const { turnId, conversationId } = await h.openTurn();
+    const mark = h.fake.requests.length;
+    h.waits.length = 0;
+    h.fake.enqueue(fakeError(500, 'Boom'), fakeError(502, 'Boom'), fakeError(500, 'Boom again'));
+    await h.run(turnId);
+    expect(h.turnCalls(mark)).toHaveLength(3);
+    expect(h.waits).toHaveLength(2);
+    const turn = await h.turn(turnId);
+    expect(turn).toMatchObject({ status: 'failed' });
+    expect(turn!.error).toMatch(/^model_error: HTTP 500 after 3 attempts: .*Boom again/);
+    expect((await h.events(conversationId)).find((e) => e.type === 'turn_finished')).toEqual({
+      type: 'turn_finished',
+      turnId,
+      status: 'failed',
+      error: turn!.error,
+    });
+    await expectValid(turnId);
+  });
+
+  it('drops what a broken stream sent and calls again', async () => {
+    const { turnId } = await h.openTurn();
+    h.fake.enqueue({ text: 'This stream will break soon', breakAfterChunks: 3 }, 'The whole answer.');
+    await h.run(turnId);
+    const blocks = await h.blocks(turnId);
+    expect(blocks.filter((b) => b.kind === 'text').map((b) => (b as TextBlock).text)).toEqual([
+      'Hello?',
+      'The whole answer.',
+    ]);
+    expect((await h.turn(turnId))!.status).toBe('completed');
+  });
+
+  it('does not retry a request the provider refuses, and a context overflow fails with its reason', async () => {
+    const refused = await h.openTurn();
+    h.fake.enqueue(fakeError(401, 'Bad key'));
+    await h.run(refused.turnId);
+    expect((await h.turn(refused.turnId))!.error).toBe('model_error: HTTP 401: 401 Bad key');
+
+    const overflow = await h.openTurn();
+    h.fake.enqueue(fakeContextOverflow());
+    await h.run(overflow.turnId);
+    expect(await h.turn(overflow.turnId)).toMatchObject({ status: 'failed', error: 'context_overflow' });
+  });
+});
+
+describe('cancel', () => {
+  it('cuts a streaming answer off, keeping the text that had arrived', async () => {
+    const { turnId, conversationId } = await h.openTurn();
+    h.fake.enqueue({ text: LONG, chunkSize: 6, delayMs: 15 });
+    const running = h.run(turnId);
+    await h.waitForEvent(conversationId, (e) => e.type === 'text_delta');
+    await h.cancel(turnId);
+    await running;
+
+    expect((await h.turn(turnId))!.status).toBe('cut_off');
+    const text = (await h.blocks(turnId)).at(-1) as TextBlock;
+    expect(text.kind).toBe('text');
+    expect(text.text.length).toBeGreaterThan(0);
+    expect(text.text.length).toBeLessThan(LONG.length);
+    expect(LONG.startsWith(text.text)).toBe(true);
+    expect((await h.events(conversationId)).find((e) => e.type === 'turn_finished')).toEqual({
+      type: 'turn_finished',
+      turnId,
+      status: 'cut_off',
+    });
+    await expectValid(turnId);
+  });
+
+  it('cuts a queued turn off without calling the model', async () => {
+    const { turnId } = await h.openTurn();
+    const mark = h.fake.requests.length;
+    await h.cancel(turnId);
+    await h.run(turnId);
+    expect((await h.turn(turnId))!.status).toBe('cut_off');
+    expect(h.turnCalls(mark)).toHaveLength(0);
+  });
+});
+
+describe('shutdown and recovery', () => {
+  it('hands a turn back on shutdown; the next run finishes it without duplicates', async () => {
+    const { turnId, conversationId } = await h.openTurn();
+    h.fake.enqueue({ text: LONG, chunkSize: 6, delayMs: 15 });
+    const shutdown = new AbortController();
+    const running = h.run(turnId, shutdown.signal);
+    await h.waitForEvent(conversationId, (e) => e.type === 'text_delta');
+    shutdown.abort();
+    await expect(running).rejects.toBeInstanceOf(TurnHandedBackError);
+
+    const row = await h.db.dataSource.getRepository(TurnEntity).findOneByOrFail({ id: turnId });
+    expect(row).toMatchObject({ status: 'running', leaseOwner: null, leaseExpiresAt: null });
+    expect((await h.blocks(turnId)).map((b) => b.kind)).toEqual(['text']);
+
+    h.fake.enqueue('Finished elsewhere.');
+    await h.run(turnId);
+    const blocks = await h.blocks(turnId);
+    expect(blocks.map((b) => (b as TextBlock).text)).toEqual(['Hello?', 'Finished elsewhere.']);
+    expect((await h.usage(turnId)).filter((u) => u.kind === 'turn')).toHaveLength(1);
+    expect((await h.turn(turnId))!.status).toBe('completed');
+  });
+
+  it('the reconciler re-enqueues stranded turns once Redis lost their jobs, once, and a worker finishes them', async () => {
+    const queues = h.app.get(QueueService);
+    const reconciler = h.app.get(TurnReconciler);
+    const queued = await h.openTurn();
+    await queues.enqueue(
+      'run-turn',
+      { orgId: ORG, turnId: queued.turnId },
+      { jobId: `run-turn:${queued.turnId}:open` },
+    );
+    const abandoned = await h.openTurn();
+    await new TurnRepository(h.db.dataSource).claim(ORG, abandoned.turnId, 'dead-worker', -1000);
+
+    const keys = await h.redis.keys(`${queueKeyPrefix(h.config.prefix, QueueName.Turns)}*`);
+    expect(keys.length).toBeGreaterThan(0);
+    await h.redis.del(...keys);
+
+    const enqueued = await reconciler.reconcile({ idleMs: 0 });
+    expect(enqueued).toEqual(expect.arrayContaining([queued.turnId, abandoned.turnId]));
+    expect(await reconciler.reconcile({ idleMs: 0 })).toEqual([]);
+    const waiting = await queues.queue(QueueName.Turns).getJobs(['waiting']);
+    expect(waiting.filter((j) => j.data.turnId === queued.turnId).map((j) => j.id)).toEqual([
+      `run-turn:${queued.turnId}:recover`,
+    ]);
+
+    h.app.get(WorkerHost).start([QueueName.Turns]);
+    for (const { turnId } of [queued, abandoned]) {
+      for (let i = 0; i < 500 && (await h.turn(turnId))!.status !== 'completed'; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect((await h.turn(turnId))!.status).toBe('completed');
+    }
+  });
+});

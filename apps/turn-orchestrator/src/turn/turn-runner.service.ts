@@ -1,0 +1,308 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { JobData } from '@portal/contracts';
+import {
+  PromptInputLoader,
+  ToolResultRepository,
+  TurnRepository,
+  type PromptInputOptions,
+  type TurnPromptInput,
+} from '@portal/dal';
+import {
+  DomainError,
+  isDomainError,
+  isTerminal,
+  type ApprovalRequestBlock,
+  type RequestBlock,
+  type ToolUseBlock,
+} from '@portal/domain';
+import { priceUsage, type ChatRequest } from '@portal/model';
+import { assemblePrompt } from '@portal/prompt';
+import { CONFIG } from '../config.token';
+import type { TurnOrchestratorConfig } from '../config';
+import { parseToolArguments } from '../tools/tool-args.util';
+import { ToolRegistry } from '../tools/tool-registry.service';
+import {
+  error as fail,
+  ok,
+  type ClarificationDraft,
+  type ToolContext,
+  type ToolResultRun,
+} from '../tools/tool.types';
+import { CancelListener } from './cancel-listener.service';
+import { CompactionGate } from './compaction-gate.service';
+import { ModelCaller } from './model-call.service';
+import { TitleService } from './title.service';
+import { LeaseLostError, TurnStore, type HeldTurn } from './turn-store.service';
+import { callBlocks, countCalls, nextStep, usedCallIds, type BlockDraft } from './turn-steps.util';
+
+/** Why a run stops before the turn settles: cut off, the worker shuts down, or another took it. */
+type StopReason = 'cancel' | 'shutdown' | 'lease_lost';
+
+class RunStopped extends Error {}
+
+/** Thrown on shutdown after the lease is released: BullMQ delivers the job again, to any worker. */
+export class TurnHandedBackError extends Error {
+  override name = 'TurnHandedBackError';
+}
+
+type Settled = 'settled' | 'paused';
+
+/**
+ * Runs a turn (turn protocol, steps 2–8): claims it with a lease, then repeats the step its stored
+ * transcript calls for (`nextStep`) — a model call, a tool, a request's answer — until it
+ * completes, fails, pauses or is cut off. Everything it decides is re-read from Postgres, so any
+ * worker can take a turn over where another stopped.
+ */
+@Injectable()
+export class TurnRunner {
+  private readonly logger = new Logger(TurnRunner.name);
+  private readonly promptOptions: PromptInputOptions;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
+    @Inject(TurnRepository) private readonly turns: TurnRepository,
+    @Inject(ToolResultRepository) private readonly toolResults: ToolResultRepository,
+    @Inject(PromptInputLoader) private readonly loader: PromptInputLoader,
+    @Inject(TurnStore) private readonly store: TurnStore,
+    @Inject(ModelCaller) private readonly caller: ModelCaller,
+    @Inject(CompactionGate) private readonly gate: CompactionGate,
+    @Inject(ToolRegistry) private readonly tools: ToolRegistry,
+    @Inject(CancelListener) private readonly cancels: CancelListener,
+    @Inject(TitleService) private readonly titles: TitleService,
+  ) {
+    this.promptOptions = {
+      portalFloor: config.portalFloor,
+      catalogue: config.catalogue,
+      limits: config.limits,
+    };
+  }
+
+  /** `shutdown` aborts when the worker stops: the turn is handed back (TurnHandedBackError). */
+  async run({ orgId, turnId }: JobData<'run-turn'>, shutdown: AbortSignal): Promise<void> {
+    const found = await this.turns.get(orgId, turnId);
+    // A compaction turn (`/compact`) is the compaction worker's.
+    if (!found || found.kind !== 'turn' || isTerminal(found.status)) return;
+    if (found.status === 'paused') {
+      // Nothing runs a paused turn; a cancel job settles it (a no-op without a cancel request).
+      await this.store.cutOffPaused(orgId, turnId);
+      return;
+    }
+    const owner = `${this.config.workerId}/${randomUUID()}`;
+    const turn = await this.turns.claim(orgId, turnId, owner, this.config.leaseMs);
+    if (!turn) return;
+    const held: HeldTurn = { orgId, turn, owner };
+    if (found.status === 'queued')
+      await this.store.publish(turn, { type: 'turn_state', turnId, status: 'running' });
+
+    const stop = new AbortController();
+    const halt = (reason: StopReason) => stop.signal.aborted || stop.abort(reason);
+    const onShutdown = () => halt('shutdown');
+    shutdown.addEventListener('abort', onShutdown, { once: true });
+    if (shutdown.aborted) halt('shutdown');
+    const unwatch = this.cancels.watch(turnId, () => halt('cancel'));
+    const renewal = setInterval(() => {
+      this.turns.renewLease(orgId, turnId, owner, this.config.leaseMs).then(
+        (stillHeld) => stillHeld || halt('lease_lost'),
+        (err) => this.logger.warn(`turn ${turnId}: lease renewal failed (${(err as Error).message})`),
+      );
+    }, this.config.leaseMs / 3);
+    let outcome: Settled | null;
+    try {
+      outcome = await this.loop(held, stop.signal).catch((err) => this.onError(held, stop.signal, err));
+    } finally {
+      clearInterval(renewal);
+      unwatch();
+      shutdown.removeEventListener('abort', onShutdown);
+    }
+    if (outcome === 'settled') await this.titles.afterSettle(orgId, turn, shutdown);
+  }
+
+  private async loop(held: HeldTurn, signal: AbortSignal): Promise<Settled> {
+    const { orgId, turn } = held;
+    for (;;) {
+      if (signal.aborted && signal.reason !== 'cancel') throw new RunStopped(String(signal.reason));
+      if (signal.aborted || (await this.turns.isCancelRequested(orgId, turn.id))) {
+        await this.store.transition(held, 'cut_off');
+        return 'settled';
+      }
+      // Before the read: steering that arrives after it lands after this call's output.
+      const messageId = await this.store.callMessage(held);
+      const input = await this.loader.load(orgId, turn.id, this.promptOptions);
+      const step = nextStep(input.messages);
+      if (step.kind === 'done') {
+        if ((await this.store.transition(held, 'completed')) === 'done') return 'settled';
+      } else if (step.kind === 'pending') {
+        throw new DomainError('invariant_violated', `a running turn has a pending ${step.request.kind}`);
+      } else if (step.kind === 'tool' || step.kind === 'answer') {
+        const paused = await this.runTool(
+          held,
+          input,
+          step.use,
+          signal,
+          step.kind === 'answer' ? step.request : null,
+        );
+        if (paused) return 'paused';
+      } else {
+        const settled = await this.callModel(held, input, messageId, signal);
+        if (settled) return settled;
+      }
+    }
+  }
+
+  /** One model call; its blocks, usage and context size recorded together. Null: the loop goes on. */
+  private async callModel(
+    held: HeldTurn,
+    input: TurnPromptInput,
+    messageId: string,
+    signal: AbortSignal,
+  ): Promise<Settled | null> {
+    if (countCalls(input.messages) >= this.config.limits.MAX_CALLS_PER_TURN) {
+      await this.store.transition(held, 'failed', { error: 'max_calls_reached' });
+      return 'settled';
+    }
+    const prompt = assemblePrompt(input.assemble);
+    await this.gate.beforeCall(input, prompt);
+    // Our chat types are structurally the SDK's; the cast only names them.
+    const request = { messages: prompt.messages, tools: prompt.tools } as ChatRequest;
+    const outcome = await this.caller.call(input.turn, input.model, request, {
+      effort: input.turn.effort,
+      signal,
+    });
+    const used = usedCallIds(input.messages);
+    switch (outcome.kind) {
+      case 'answered': {
+        const { result, ids } = outcome;
+        const usage = result.usage && {
+          turnId: held.turn.id,
+          kind: 'turn' as const,
+          model: input.model.id,
+          ...result.usage,
+          cost: priceUsage(input.model, result.usage),
+          callKey: `call:${ids.text}`,
+        };
+        await this.store.append(held, callBlocks(result, ids, { usedCallIds: used }), {
+          messageId,
+          ...(usage && { usage }),
+        });
+        return null;
+      }
+      case 'stopped':
+        if (signal.reason !== 'cancel') throw new RunStopped(String(signal.reason));
+        await this.store.transition(held, 'cut_off', {
+          drafts: callBlocks(outcome.partial, outcome.ids, { usedCallIds: used, partial: true }),
+          messageId,
+        });
+        return 'settled';
+      case 'overflow': {
+        const { error } = await this.gate.onOverflow(input);
+        await this.store.transition(held, 'failed', { error });
+        return 'settled';
+      }
+      case 'failed':
+        await this.store.transition(held, 'failed', { error: outcome.error });
+        return 'settled';
+    }
+  }
+
+  /**
+   * Runs one call of the model: records its result, or pauses the turn on a request. With the
+   * call's answered `request`, turns the answer into the result (approved: the tool runs).
+   * True when the turn paused.
+   */
+  private async runTool(
+    held: HeldTurn,
+    input: TurnPromptInput,
+    use: ToolUseBlock,
+    signal: AbortSignal,
+    request: RequestBlock | null,
+  ): Promise<boolean> {
+    if (request?.kind === 'clarification_request') return this.result(held, use, ok(request.answer ?? ''));
+    if (request?.kind === 'approval_request' && !request.approved) {
+      const note = request.note ? ` Their note: ${request.note}` : '';
+      return this.result(held, use, { outcome: 'denied', content: `The person denied this call.${note}` });
+    }
+    const tool = this.tools.resolve(use.name, input.agent);
+    if (!tool) {
+      const names = this.tools.names(input.agent).join(', ');
+      return this.result(held, use, fail(`Unknown tool "${use.name}". The tools are: ${names}.`));
+    }
+    const parsed = parseToolArguments(use.arguments);
+    if ('error' in parsed) return this.result(held, use, fail(parsed.error));
+    if (tool.needsApproval && !request) {
+      const { callId, name, arguments: args } = use;
+      return this.pause(held, {
+        kind: 'approval_request',
+        callId,
+        name,
+        arguments: args,
+        approved: null,
+        note: null,
+      });
+    }
+    const ctx: ToolContext = {
+      orgId: held.orgId,
+      turn: input.turn,
+      userId: input.conversation.userId,
+      signal,
+    };
+    const run = await tool.executor.run(parsed.args, ctx, use);
+    return 'pause' in run ? this.pause(held, run.pause) : this.result(held, use, run);
+  }
+
+  /** Stores the whole result (its `ref` goes on the block) and appends the result block. */
+  private async result(held: HeldTurn, use: ToolUseBlock, run: ToolResultRun): Promise<boolean> {
+    const saved = await this.toolResults.save(held.orgId, {
+      turnId: held.turn.id,
+      callId: use.callId,
+      content: run.content,
+    });
+    const block: BlockDraft = {
+      id: randomUUID(),
+      kind: 'tool_result',
+      callId: use.callId,
+      outcome: run.outcome,
+      content: saved.content,
+      ref: saved.ref,
+    };
+    await this.store.append(held, [block]);
+    return false;
+  }
+
+  private async pause(
+    held: HeldTurn,
+    request: ClarificationDraft | Omit<ApprovalRequestBlock, 'id' | 'seq'>,
+  ): Promise<boolean> {
+    await this.store.transition(held, 'paused', { drafts: [{ id: randomUUID(), ...request } as BlockDraft] });
+    return true;
+  }
+
+  /** Settles what can be settled; hands the turn back or rethrows what cannot. */
+  private async onError(held: HeldTurn, signal: AbortSignal, err: unknown): Promise<Settled | null> {
+    const { orgId, turn, owner } = held;
+    const reason = signal.aborted ? (signal.reason as StopReason) : null;
+    if (err instanceof LeaseLostError || reason === 'lease_lost') {
+      this.logger.warn(`turn ${turn.id}: lease lost; another worker has it`);
+      return null;
+    }
+    if (reason === 'shutdown') {
+      await this.turns.releaseLease(orgId, turn.id, owner);
+      throw new TurnHandedBackError(`turn ${turn.id} handed back on shutdown`);
+    }
+    if (reason === 'cancel') {
+      await this.store.transition(held, 'cut_off');
+      return 'settled';
+    }
+    if (isDomainError(err, 'invariant_violated')) {
+      this.logger.error(`turn ${turn.id}: ${err.message}`);
+      await this.store.failLoudly(held, `invariant_violated: ${err.message}`);
+      return 'settled';
+    }
+    if (isDomainError(err)) {
+      await this.store.transition(held, 'failed', { error: `${err.code}: ${err.message}` });
+      return 'settled';
+    }
+    await this.turns.releaseLease(orgId, turn.id, owner).catch(() => undefined);
+    throw err;
+  }
+}

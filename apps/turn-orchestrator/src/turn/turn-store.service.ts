@@ -1,0 +1,238 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { PortalEvent } from '@portal/contracts';
+import { BlockRepository, TurnRepository, UsageRepository, type UsageRow } from '@portal/dal';
+import {
+  appendBlock,
+  assertAppend,
+  assertInvariants,
+  isPendingRequest,
+  isTerminal,
+  type Block,
+  type Message,
+  type Turn,
+  type TurnStatus,
+  type TurnTranscript,
+} from '@portal/domain';
+import { ConversationEvents } from '@portal/queue';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { BlockDraft } from './turn-steps.util';
+
+/** A turn this worker has claimed, and the lease owner it claimed it as. */
+export interface HeldTurn {
+  orgId: string;
+  turn: Turn;
+  owner: string;
+}
+
+/** The worker no longer holds the turn (its lease lapsed and another worker took it, or it settled). */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
+
+/** Another writer took the message position this worker meant to use; the write is tried again. */
+class PositionTakenError extends Error {}
+
+/** The answer a pending clarification gets when its turn is cut off. */
+export const CANCELLED_ANSWER = '[cancelled: the turn was cut off]';
+
+interface Tx {
+  em: EntityManager;
+  turns: TurnRepository;
+  blocks: BlockRepository;
+  messages: Message[];
+}
+
+/**
+ * Every write of a running turn, each in one transaction holding the turn row's lock (the lock
+ * the gateway's steering append takes too), and the events that follow a committed write.
+ * A block's position is the turn's next one at the moment it is written: the stored transcript
+ * decides what the worker does next (`nextStep`), so a re-run never writes a block twice.
+ */
+@Injectable()
+export class TurnStore {
+  constructor(
+    @Inject(DataSource) private readonly dataSource: DataSource,
+    @Inject(ConversationEvents) private readonly events: ConversationEvents,
+  ) {}
+
+  async publish(turn: Pick<Turn, 'conversationId'>, event: PortalEvent): Promise<void> {
+    await this.events.publish(turn.conversationId, event);
+  }
+
+  /**
+   * The message the next model call writes to: the last one when it is the assistant's, else a
+   * new one. Fixed before the prompt is read, so steering that arrives during the call lands
+   * after the call's output (the model never read it) and the loop makes one more call.
+   */
+  async callMessage(held: HeldTurn): Promise<string> {
+    return this.withHeld(held, async (tx) => (await this.assistantMessage(tx, held)).id);
+  }
+
+  /**
+   * Appends blocks after the turn's last block: to `messageId`, or to the last message when it is
+   * the assistant's, else to a new assistant message. Every block passes `assertAppend` first.
+   * With `usage`, the call's usage row and `contextTokens` are written in the same transaction.
+   */
+  async append(
+    held: HeldTurn,
+    drafts: BlockDraft[],
+    opts: { messageId?: string; usage?: UsageRow & { callKey: string } } = {},
+  ): Promise<Block[]> {
+    const { orgId, turn } = held;
+    const { blocks } = await this.withHeld(held, async (tx) => {
+      const written = await this.appendIn(tx, held, drafts, opts.messageId);
+      if (opts.usage) {
+        await new UsageRepository(tx.em).add(orgId, opts.usage);
+        await tx.turns.setContextTokens(orgId, turn.id, opts.usage.inputTokens);
+      }
+      return written;
+    });
+    await this.publishBlocks(turn, blocks);
+    if (opts.usage) {
+      const { turnId: _t, callKey: _k, ...row } = opts.usage;
+      await this.publish(turn, { type: 'usage', turnId: turn.id, row });
+    }
+    return blocks;
+  }
+
+  /**
+   * Moves the held turn to `status` after appending `drafts`, once the whole turn passes the six
+   * invariants (a violation throws DomainError `invariant_violated` and nothing is written).
+   * `steered`: the turn would complete with a steering message after its answer; nothing changed.
+   */
+  async transition(
+    held: HeldTurn,
+    status: Exclude<TurnStatus, 'queued' | 'running'>,
+    opts: { error?: string; drafts?: BlockDraft[]; messageId?: string } = {},
+  ): Promise<'steered' | 'done'> {
+    const { orgId, turn } = held;
+    const outcome = await this.withHeld(held, async (tx) => {
+      const { blocks, messages } = opts.drafts?.length
+        ? await this.appendIn(tx, held, opts.drafts, opts.messageId)
+        : { blocks: [], messages: tx.messages };
+      if (status === 'completed' && messages.at(-1)?.role === 'user') return 'steered' as const;
+      assertInvariants({ turn: { ...turn, status }, messages });
+      await tx.turns.updateStatus(orgId, turn.id, status, { error: opts.error ?? null, from: ['running'] });
+      return { blocks };
+    });
+    if (outcome === 'steered') return outcome;
+    await this.publishBlocks(turn, outcome.blocks);
+    await this.publishStatus(turn, status, opts.error);
+    return 'done';
+  }
+
+  /** After an invariant violation: the turn fails with no further check (it cannot pass one). */
+  async failLoudly(held: HeldTurn, error: string): Promise<void> {
+    const failed = await new TurnRepository(this.dataSource).updateStatus(
+      held.orgId,
+      held.turn.id,
+      'failed',
+      {
+        error,
+        from: ['running'],
+      },
+    );
+    if (failed) await this.publishStatus(held.turn, 'failed', error);
+  }
+
+  /**
+   * Cuts off a paused turn whose cancel was requested: its pending request gets a cancelled answer
+   * (a denial for an approval) so invariant 5 holds; its call stays unanswered. False when the
+   * turn is not (or no longer) paused with a cancel request.
+   */
+  async cutOffPaused(orgId: string, turnId: string): Promise<boolean> {
+    const done = await this.dataSource.transaction(async (em) => {
+      const turns = new TurnRepository(em);
+      const blocks = new BlockRepository(em);
+      const locked = await turns.lockForUpdate(orgId, turnId);
+      if (locked?.turn.status !== 'paused' || !locked.cancelRequested) return null;
+      const messages = await blocks.listTurnMessages(orgId, turnId);
+      const pending = messages.flatMap((m) => m.blocks).find(isPendingRequest);
+      let answered: Block | null = null;
+      if (pending) {
+        answered =
+          pending.kind === 'clarification_request'
+            ? { ...pending, answer: CANCELLED_ANSWER }
+            : { ...pending, approved: false, note: 'cancelled: the turn was cut off' };
+        await blocks.updateBlock(orgId, answered);
+      }
+      const settled = messages.map((m) => ({
+        ...m,
+        blocks: m.blocks.map((b) => (b.id === answered?.id ? answered : b)),
+      }));
+      assertInvariants({ turn: { ...locked.turn, status: 'cut_off' }, messages: settled });
+      await turns.updateStatus(orgId, turnId, 'cut_off', { from: ['paused'] });
+      return { turn: locked.turn, answered };
+    });
+    if (!done) return false;
+    if (done.answered) await this.publishBlocks(done.turn, [done.answered]);
+    await this.publishStatus(done.turn, 'cut_off');
+    return true;
+  }
+
+  private async withHeld<T>(held: HeldTurn, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.dataSource.transaction(async (em) => {
+          const turns = new TurnRepository(em);
+          const blocks = new BlockRepository(em);
+          const locked = await turns.lockForUpdate(held.orgId, held.turn.id);
+          if (locked?.turn.status !== 'running' || locked.leaseOwner !== held.owner) {
+            throw new LeaseLostError(`turn ${held.turn.id} is no longer held by ${held.owner}`);
+          }
+          return fn({ em, turns, blocks, messages: await blocks.listTurnMessages(held.orgId, held.turn.id) });
+        });
+      } catch (err) {
+        if (!(err instanceof PositionTakenError) || attempt === 3) throw err;
+      }
+    }
+  }
+
+  private async assistantMessage(tx: Tx, held: HeldTurn): Promise<Message> {
+    const last = tx.messages.at(-1);
+    if (last?.role === 'assistant') return last;
+    // The gateway adds a steering message without taking the turn's lock: a clash on the message
+    // position leaves this insert out (null), and the transaction is tried again.
+    const created = await tx.blocks.addMessage(held.orgId, held.turn.id, 'assistant');
+    if (!created) throw new PositionTakenError(`message position of turn ${held.turn.id} taken`);
+    tx.messages = [...tx.messages, created];
+    return created;
+  }
+
+  private async appendIn(
+    tx: Tx,
+    held: HeldTurn,
+    drafts: BlockDraft[],
+    messageId?: string,
+  ): Promise<{ blocks: Block[]; messages: Message[] }> {
+    const message = messageId
+      ? tx.messages.find((m) => m.id === messageId)
+      : await this.assistantMessage(tx, held);
+    if (!message) throw new Error(`message ${messageId} is not a message of turn ${held.turn.id}`);
+    let next = Math.max(0, ...tx.messages.flatMap((m) => m.blocks.map((b) => b.seq))) + 1;
+    const blocks = drafts.map((d) => ({ ...d, seq: next++ }) as Block);
+    let transcript: TurnTranscript = { turn: held.turn, messages: tx.messages };
+    for (const block of blocks) {
+      assertAppend(transcript, message, block);
+      transcript = appendBlock(transcript, message, block);
+    }
+    const stored = await tx.blocks.appendBlocks(held.orgId, message.id, blocks);
+    return { blocks: stored, messages: transcript.messages };
+  }
+
+  private async publishBlocks(turn: Turn, blocks: Block[]): Promise<void> {
+    for (const block of blocks) await this.publish(turn, { type: 'block_finished', turnId: turn.id, block });
+  }
+
+  private async publishStatus(turn: Turn, status: TurnStatus, error?: string): Promise<void> {
+    await this.publish(turn, { type: 'turn_state', turnId: turn.id, status });
+    if (isTerminal(status)) {
+      await this.publish(turn, {
+        type: 'turn_finished',
+        turnId: turn.id,
+        status,
+        ...(error !== undefined && { error }),
+      });
+    }
+  }
+}

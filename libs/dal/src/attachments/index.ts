@@ -1,0 +1,2 @@
+export * from './attachment-type.util';
+export * from './attachment-tools.service';

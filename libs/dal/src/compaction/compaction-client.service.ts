@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import { QueueEvents } from 'bullmq';
+import IORedis, { type Redis } from 'ioredis';
+import { QueueName, type JobData } from '@portal/contracts';
+import type { CompactionBlock } from '@portal/domain';
+import { queueKeyPrefix, type QueueService } from '@portal/queue';
+import type { Db } from '../db.util';
+import { BlockRepository } from '../repositories/block.repository';
+import { compactionBlockId, compactionJobId } from './compaction-ids.util';
+
+export interface CompactionClientOptions {
+  redisUrl: string;
+  /** PORTAL_PREFIX. */
+  prefix: string;
+  /** How long `compact` waits for the worker, retries included. Default 5 minutes. */
+  timeoutMs?: number;
+}
+
+/** An AUTO compaction did not produce a summary; the message says why. */
+export class CompactionError extends Error {
+  override name = 'CompactionError';
+
+  constructor(
+    readonly turnId: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * What the orchestrator's compaction gate calls for an AUTO compaction (SPEC 5.1): enqueues
+ * `compact` AUTO for the running turn and waits for the compaction-worker, which appends the
+ * compaction block to the turn. Returns that block (re-read from Postgres), or throws
+ * CompactionError. One instance per process; `close()` on shutdown.
+ */
+export class CompactionClient {
+  private events: Promise<{ queueEvents: QueueEvents; connection: Redis }> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly queues: QueueService,
+    private readonly options: CompactionClientOptions,
+  ) {}
+
+  /**
+   * `requestId` names the compaction (letters, digits, `_`, `-`): asking again with the same id
+   * (e.g. a retried orchestrator job) gets the same job and the same block, never a second one.
+   */
+  async compact(
+    orgId: string,
+    turnId: string,
+    opts: { requestId?: string; timeoutMs?: number } = {},
+  ): Promise<CompactionBlock> {
+    const requestId = opts.requestId ?? randomUUID();
+    const data: JobData<'compact'> = { orgId, turnId, trigger: 'AUTO', requestId };
+    const timeoutMs = opts.timeoutMs ?? this.options.timeoutMs ?? 5 * 60_000;
+    const fail = (why: string) => new CompactionError(turnId, `Compaction of turn ${turnId} failed: ${why}`);
+    try {
+      const { queueEvents } = await this.queueEvents();
+      const job = await this.queues
+        .queue(QueueName.Compactions)
+        .add('compact', data, { jobId: compactionJobId(turnId, requestId) });
+      try {
+        await job.waitUntilFinished(queueEvents, timeoutMs);
+      } catch (err) {
+        // So that asking again with the same id runs again. A job still running cannot be
+        // removed and may yet write its block, which the turn then holds where it was written.
+        await job.remove().catch(() => undefined);
+        throw err;
+      }
+    } catch (err) {
+      throw fail((err as Error).message);
+    }
+    const found = await new BlockRepository(this.db).getBlock(orgId, compactionBlockId(turnId, requestId));
+    if (found?.block.kind !== 'compaction') throw fail('the worker finished without a compaction block');
+    return found.block;
+  }
+
+  async close(): Promise<void> {
+    const events = this.events;
+    this.events = null;
+    if (!events) return;
+    const { queueEvents, connection } = await events.catch(() => ({ queueEvents: null, connection: null }));
+    await queueEvents?.close();
+    connection?.disconnect();
+  }
+
+  private queueEvents(): Promise<{ queueEvents: QueueEvents; connection: Redis }> {
+    if (!this.events) {
+      this.events = (async () => {
+        const connection = new IORedis(this.options.redisUrl, { maxRetriesPerRequest: null });
+        const queueEvents = new QueueEvents(QueueName.Compactions, {
+          connection,
+          prefix: queueKeyPrefix(this.options.prefix, QueueName.Compactions),
+        });
+        queueEvents.on('error', () => undefined); // ioredis reconnects; a wait times out meanwhile
+        await queueEvents.waitUntilReady();
+        return { queueEvents, connection };
+      })();
+      this.events.catch(() => (this.events = null));
+    }
+    return this.events;
+  }
+}

@@ -1,0 +1,2 @@
+export * from './portal-floor.util';
+export * from './prompt-input.loader';

@@ -1,0 +1,301 @@
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DomainError, type TextBlock } from '@portal/domain';
+import type { ModelEntry } from '@portal/model';
+import { assemblePrompt, resolveLimits } from '@portal/prompt';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '../data-source';
+import { AgentRepository } from '../repositories/agent.repository';
+import { AttachmentRepository } from '../repositories/attachment.repository';
+import { BlockRepository } from '../repositories/block.repository';
+import { SkillRepository, type SkillInput } from '../repositories/skill.repository';
+import { TurnRepository } from '../repositories/turn.repository';
+import { answer, newConversation, QueryLog, seedOrg, settledTurn } from '../testing/dal.fixtures';
+import { createDalTestDatabase } from '../testing/test-database.util';
+import { DEFAULT_PORTAL_FLOOR, readPortalFloor } from './portal-floor.util';
+import { PromptInputLoader, type PromptInputOptions } from './prompt-input.loader';
+
+const ORG = 'acme';
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+
+const model = (over: Partial<ModelEntry> = {}): ModelEntry => ({
+  id: 'gpt-test',
+  model: 'gpt-test',
+  baseURL: 'http://127.0.0.1:1/v1',
+  contextWindow: 128_000,
+  vision: { maxLongSide: 2048, maxShortSide: 768 },
+  reasoning: false,
+  price: { inputPerMTok: 1, outputPerMTok: 1, cachedInputPerMTok: 1 },
+  ...over,
+});
+
+const limits = resolveLimits();
+const options = (over: Partial<PromptInputOptions> = {}): PromptInputOptions => ({
+  portalFloor: 'You are the Acme assistant.',
+  catalogue: [model()],
+  limits,
+  ...over,
+});
+
+const skill = (slug: string, over: Partial<SkillInput> = {}): SkillInput => ({
+  slug,
+  name: slug.toUpperCase(),
+  description: `The ${slug} skill.`,
+  instructions: `Do ${slug}.`,
+  visibility: 'org',
+  ownerId: 'alice',
+  status: 'active',
+  published: true,
+  ...over,
+});
+
+let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+let ds: DataSource;
+let loader: PromptInputLoader;
+const ids: Record<string, string> = {};
+
+beforeAll(async () => {
+  db = await createDalTestDatabase();
+  ds = db.dataSource;
+  loader = new PromptInputLoader(ds);
+  await seedOrg(ds, ORG);
+  const skills = new SkillRepository(ds);
+  for (const s of [
+    skill('fact-check'),
+    skill('summarise'),
+    skill('unpublished', { published: false }),
+    skill('bobs', { visibility: 'private', ownerId: 'bob' }),
+  ]) {
+    ids[s.slug] = (await skills.upsert(ORG, s)).id;
+  }
+  const agents = new AgentRepository(ds);
+  await agents.upsert(ORG, {
+    id: 'researcher',
+    name: 'Researcher',
+    instructions: 'Research carefully.',
+    model: 'gpt-test',
+    effort: 'medium',
+    tools: [
+      {
+        name: 'crm_lookup',
+        description: 'Look up a customer.',
+        parameters: { type: 'object', properties: {} },
+        url: 'http://127.0.0.1:1/crm',
+        requiresApproval: false,
+      },
+    ],
+    reviewer: null,
+    compactionGuidance: null,
+  });
+  await agents.setSkills(ORG, 'researcher', [ids['summarise'], ids['fact-check'], ids['bobs']]);
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+async function attachment(
+  conversationId: string,
+  kind: 'document' | 'picture',
+  over: Record<string, unknown>,
+) {
+  const repo = new AttachmentRepository(ds);
+  const created = await repo.create(ORG, {
+    userId: 'alice',
+    conversationId,
+    kind,
+    filename: kind === 'document' ? 'notes.md' : 'photo.png',
+    mimeType: kind === 'document' ? 'text/markdown' : 'image/png',
+    byteSize: 10,
+    sha256: 'x',
+    original: Buffer.from('x'),
+  });
+  await repo.update(ORG, created!.id, { status: 'finished', ...over });
+  return created!.id;
+}
+
+/** A conversation: turn 1 settled with a short document and a picture, turn 2 queued with a long document. */
+async function conversationWithAttachments() {
+  const conversationId = await newConversation(ds, ORG);
+  const attachments = new AttachmentRepository(ds);
+  const shortDoc = await attachment(conversationId, 'document', { pageCount: 2, pagesRead: 2, chars: 20 });
+  await attachments.savePage(ORG, shortDoc, 1, 'Page one.');
+  await attachments.savePage(ORG, shortDoc, 2, 'Page two.');
+  const longDoc = await attachment(conversationId, 'document', { pageCount: 1, pagesRead: 1, chars: 9000 });
+  await attachments.savePage(ORG, longDoc, 1, 'x'.repeat(9000));
+  const picture = await attachment(conversationId, 'picture', {
+    picture: { width: 10, height: 10, originalWidth: 10, originalHeight: 10 },
+  });
+  await attachments.putBlob(ORG, picture, 'reduced', PNG);
+
+  const turns = new TurnRepository(ds);
+  const first = await turns.createWithUserMessage(ORG, {
+    conversationId,
+    effort: 'low',
+    model: 'gpt-test',
+    text: 'Read these.',
+    attachmentIds: [shortDoc, picture],
+  });
+  const blocks = new BlockRepository(ds);
+  const reply = await blocks.addMessage(ORG, first!.turn.id, 'assistant');
+  await blocks.appendNext(ORG, reply!.id, [answer('Read.')]);
+  await turns.updateStatus(ORG, first!.turn.id, 'completed');
+  const second = await turns.createWithUserMessage(ORG, {
+    conversationId,
+    effort: 'high',
+    model: 'gpt-test',
+    text: '/fact-check Compare with this.',
+    attachmentIds: [longDoc],
+    selectedSkillIds: [ids['fact-check']],
+    catalogueSkillIds: [ids['summarise']],
+  });
+  return { conversationId, turnId: second!.turn.id, shortDoc, longDoc, picture };
+}
+
+describe('PromptInputLoader.load', () => {
+  it('reads everything assemblePrompt needs for the next call of a turn', async () => {
+    const c = await conversationWithAttachments();
+    const input = await loader.load(ORG, c.turnId, options());
+
+    expect(input.turn.id).toBe(c.turnId);
+    expect(input.model.id).toBe('gpt-test');
+    expect(input.messages).toHaveLength(1);
+    expect(Object.keys(input.assemble.attachments).sort()).toEqual([c.shortDoc, c.picture, c.longDoc].sort());
+    const a = input.assemble;
+    expect(a.portalFloor).toBe('You are the Acme assistant.');
+    expect(a.agent.instructions).toBe('Research carefully.');
+    expect(a.agent.httpTools.map((t) => t.name)).toEqual(['crm_lookup']);
+    expect(a.selectedSkills.map((s) => s.slug)).toEqual(['fact-check']);
+    expect(a.catalogue.map((s) => s.slug)).toEqual(['summarise']);
+    expect(a.window.turns.map((t) => t.turn.n)).toEqual([1]);
+    expect(a.newMessage).toEqual({ text: '/fact-check Compare with this.', attachmentIds: [c.longDoc] });
+    expect(a.currentTurn).toEqual([]);
+    expect(a.attachments[c.shortDoc].text).toBe('Page one.\n\nPage two.');
+    expect(a.attachments[c.longDoc].text).toBeUndefined();
+    expect(a.attachments[c.picture].imageUrl).toBe(`data:image/png;base64,${PNG.toString('base64')}`);
+
+    const prompt = assemblePrompt(a);
+    const user = JSON.stringify(prompt.messages.filter((m) => m.role === 'user'));
+    expect(user).toContain('Page one.');
+    expect(user).toContain('image_url');
+    expect(user).toContain('Compare with this.');
+  });
+
+  it('sends no picture to a model that cannot see', async () => {
+    const c = await conversationWithAttachments();
+    const input = await loader.load(ORG, c.turnId, options({ catalogue: [model({ vision: null })] }));
+    expect(input.assemble.attachments[c.picture].imageUrl).toBeUndefined();
+  });
+
+  it('hands the turn so far to the prompt after the opening message', async () => {
+    const c = await conversationWithAttachments();
+    const blocks = new BlockRepository(ds);
+    const reply = await blocks.addMessage(ORG, c.turnId, 'assistant');
+    await blocks.appendNext(ORG, reply!.id, [
+      { kind: 'text', text: 'Looking.', narration: true, steering: false },
+    ]);
+    const input = await loader.load(ORG, c.turnId, options());
+    expect(input.messages).toHaveLength(2);
+    expect(input.assemble.currentTurn.map((m) => m.role)).toEqual(['assistant']);
+  });
+
+  it('rejects a selected skill that is no longer active, naming its slug', async () => {
+    const c = await conversationWithAttachments();
+    const skills = new SkillRepository(ds);
+    await skills.update(ORG, ids['fact-check'], { status: 'inactive' });
+    try {
+      await expect(loader.load(ORG, c.turnId, options())).rejects.toMatchObject({
+        code: 'skill_rejected',
+        message: 'fact-check',
+        details: { slug: 'fact-check' },
+      });
+    } finally {
+      await skills.update(ORG, ids['fact-check'], { status: 'active' });
+    }
+  });
+
+  it("rejects another user's private skill", async () => {
+    const conversationId = await newConversation(ds, ORG);
+    const created = await new TurnRepository(ds).createWithUserMessage(ORG, {
+      conversationId,
+      effort: 'low',
+      model: 'gpt-test',
+      text: '/bobs hi',
+      selectedSkillIds: [ids['bobs']],
+    });
+    await expect(loader.load(ORG, created!.turn.id, options())).rejects.toMatchObject({
+      code: 'skill_rejected',
+      details: { slug: 'bobs' },
+    });
+  });
+
+  it('fails with not_found for a model missing from the catalogue, or a turn of another org', async () => {
+    const c = await conversationWithAttachments();
+    await expect(
+      loader.load(ORG, c.turnId, options({ catalogue: [model({ id: 'other' })] })),
+    ).rejects.toThrow(/model "gpt-test"/);
+    await expect(loader.load('globex', c.turnId, options())).rejects.toBeInstanceOf(DomainError);
+  });
+
+  it('sends the same statements whatever the length of the conversation', async () => {
+    const log = new QueryLog();
+    const logged = await createDataSource(db.url, { logger: log }).initialize();
+    try {
+      const statements: string[][] = [];
+      for (const past of [2, 30]) {
+        const conversationId = await newConversation(ds, ORG);
+        for (let n = 1; n <= past; n++)
+          await settledTurn(ds, ORG, conversationId, { text: `t${n}`, blocks: [answer(`a${n}`)] });
+        const open = await new TurnRepository(ds).createWithUserMessage(ORG, {
+          conversationId,
+          effort: 'low',
+          model: 'gpt-test',
+          text: 'now',
+        });
+        log.queries = [];
+        const input = await new PromptInputLoader(logged).load(ORG, open!.turn.id, options());
+        expect(input.assemble.window.turns).toHaveLength(Math.min(past, limits.TURNS_REPLAYED));
+        // Sorted: the loader sends some in parallel.
+        statements.push(log.queries.map((q) => q.sql).sort());
+      }
+      expect(statements[1]).toEqual(statements[0]);
+    } finally {
+      await logged.destroy();
+    }
+  });
+});
+
+describe('PromptInputLoader.forPreview', () => {
+  it('reads what the next call would before a new message: the agent catalogue and every settled turn', async () => {
+    const c = await conversationWithAttachments();
+    const preview = await loader.forPreview(ORG, c.conversationId, options());
+    expect(preview.model.id).toBe('gpt-test');
+    expect(preview.assemble.selectedSkills).toEqual([]);
+    // Bound, visible to alice, active and published, sorted by slug.
+    expect(preview.assemble.catalogue.map((s) => s.slug)).toEqual(['fact-check', 'summarise']);
+    expect(preview.assemble.window.turns.map((t) => t.turn.n)).toEqual([1]);
+    expect(preview.assemble.newMessage).toEqual({ text: '', attachmentIds: [] });
+    expect(Object.keys(preview.assemble.attachments).sort()).toEqual([c.shortDoc, c.picture].sort());
+    const first = preview.assemble.window.turns[0].messages[0].blocks[0] as TextBlock;
+    expect(first.text).toBe('Read these.');
+  });
+});
+
+describe('readPortalFloor', () => {
+  const file = (name: string, content: string) => {
+    const path = join(tmpdir(), `portal-floor-${process.pid}-${name}`);
+    writeFileSync(path, content);
+    return path;
+  };
+
+  it('reads portalFloor from a YAML or JSON bootstrap file, else the default', () => {
+    expect(readPortalFloor(null)).toBe(DEFAULT_PORTAL_FLOOR);
+    expect(readPortalFloor(file('a.yaml', 'portalFloor: "You are Acme."\norgs: []\n'))).toBe('You are Acme.');
+    expect(readPortalFloor(file('b.json', '{"orgs": []}'))).toBe(DEFAULT_PORTAL_FLOOR);
+  });
+
+  it('names the variable when the file is bad', () => {
+    expect(() => readPortalFloor(file('c.yaml', 'portalFloor: [1'))).toThrow(/PORTAL_BOOTSTRAP_FILE/);
+    expect(() => readPortalFloor('/nope/missing.yaml')).toThrow(/PORTAL_BOOTSTRAP_FILE/);
+  });
+});

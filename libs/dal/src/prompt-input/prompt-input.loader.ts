@@ -1,0 +1,268 @@
+import {
+  DomainError,
+  type AttachmentManifest,
+  type MemoryWindow,
+  type Message,
+  type Turn,
+} from '@portal/domain';
+import type { ModelEntry } from '@portal/model';
+import {
+  buildCatalogue,
+  isSelectable,
+  type AssembleInput,
+  type AttachmentForPrompt,
+  type Limits,
+} from '@portal/prompt';
+import type { Db } from '../db.util';
+import type { Agent, Conversation, Skill } from '../records.types';
+import { AgentRepository } from '../repositories/agent.repository';
+import { AttachmentRepository } from '../repositories/attachment.repository';
+import { BlockRepository } from '../repositories/block.repository';
+import { ConversationRepository } from '../repositories/conversation.repository';
+import { SkillRepository } from '../repositories/skill.repository';
+import { TurnRepository } from '../repositories/turn.repository';
+import { WindowRepository } from '../repositories/window.repository';
+
+export interface PromptInputOptions {
+  /** Layer 1's first part (portal configuration). */
+  portalFloor: string;
+  /** The model catalogue; the turn's (or the agent's) model must be in it. */
+  catalogue: readonly ModelEntry[];
+  limits: Limits;
+}
+
+export interface PreviewPromptInput {
+  conversation: Conversation;
+  agent: Agent;
+  model: ModelEntry;
+  /** Ready for `assemblePrompt`. */
+  assemble: AssembleInput;
+}
+
+export interface TurnPromptInput extends PreviewPromptInput {
+  turn: Turn;
+  /** The turn's messages as stored; the first is the person's message. */
+  messages: Message[];
+}
+
+/**
+ * Reads everything `assemblePrompt` needs for the next model call of a turn, in a bounded number of
+ * indexed queries whatever the conversation's length (the window read is WindowRepository's).
+ * Throws DomainError `not_found` for a missing turn, conversation, agent or model, and
+ * `skill_rejected` (details.slug) when a selected skill is no longer visible or active (SPEC 6).
+ */
+export class PromptInputLoader {
+  private readonly turns: TurnRepository;
+  private readonly conversations: ConversationRepository;
+  private readonly agents: AgentRepository;
+  private readonly skills: SkillRepository;
+  private readonly blocks: BlockRepository;
+  private readonly windows: WindowRepository;
+  private readonly attachments: AttachmentRepository;
+
+  constructor(db: Db) {
+    this.turns = new TurnRepository(db);
+    this.conversations = new ConversationRepository(db);
+    this.agents = new AgentRepository(db);
+    this.skills = new SkillRepository(db);
+    this.blocks = new BlockRepository(db);
+    this.windows = new WindowRepository(db);
+    this.attachments = new AttachmentRepository(db);
+  }
+
+  async load(orgId: string, turnId: string, opts: PromptInputOptions): Promise<TurnPromptInput> {
+    const turn = found(await this.turns.get(orgId, turnId), `turn ${turnId}`);
+    const { conversation, agent } = await this.conversationAndAgent(orgId, turn.conversationId);
+    const model = modelOf(opts.catalogue, turn.model);
+    const [selected, snapshot, window, messages] = await Promise.all([
+      this.skillsById(orgId, turn.selectedSkillIds),
+      this.skillsById(orgId, turn.catalogueSkillIds),
+      this.windows.readWindow(orgId, conversation.id, {
+        turnsReplayed: opts.limits.TURNS_REPLAYED,
+        beforeTurnN: turn.n,
+      }),
+      this.blocks.listTurnMessages(orgId, turnId),
+    ]);
+    const selectedSkills = turn.selectedSkillIds.map((id) => {
+      const skill = selected.find((s) => s.id === id);
+      // A deleted skill has no slug left to name: its id stands in.
+      const slug = skill?.slug ?? id;
+      if (!skill || !isSelectable({ ...skill, ownerId: skill.ownerId ?? '' }, conversation.userId)) {
+        throw new DomainError('skill_rejected', slug, { slug });
+      }
+      return skill;
+    });
+    const catalogue = turn.catalogueSkillIds.flatMap((id) =>
+      turn.selectedSkillIds.includes(id) ? [] : snapshot.filter((s) => s.id === id),
+    );
+    const [opening, ...currentTurn] = messages;
+    if (opening?.role !== 'user') throw new DomainError('not_found', `turn ${turnId} has no user message`);
+    const userMessages = [...windowUserMessages(window), ...messages.filter((m) => m.role === 'user')];
+    const attachments = await this.loadAttachments(orgId, userMessages, model, opts.limits);
+    return {
+      turn,
+      conversation,
+      agent,
+      model,
+      messages,
+      assemble: {
+        portalFloor: opts.portalFloor,
+        agent: { instructions: agent.instructions, httpTools: agent.tools },
+        selectedSkills,
+        catalogue,
+        window,
+        newMessage: { text: messageText(opening), attachmentIds: opening.attachmentIds },
+        currentTurn,
+        attachments,
+        model,
+        limits: opts.limits,
+      },
+    };
+  }
+
+  /**
+   * What the next call of the conversation would read before a new message arrives: the agent's
+   * current catalogue for the conversation's user and the window of every settled turn. The new
+   * message is empty: a preview reports the layers up to memory.
+   */
+  async forPreview(
+    orgId: string,
+    conversationId: string,
+    opts: PromptInputOptions,
+  ): Promise<PreviewPromptInput> {
+    const { conversation, agent } = await this.conversationAndAgent(orgId, conversationId);
+    const model = modelOf(opts.catalogue, agent.model);
+    const [bound, window] = await Promise.all([
+      this.skills.listCatalogue(orgId, conversation.userId, agent.id),
+      this.windows.readWindow(orgId, conversation.id, { turnsReplayed: opts.limits.TURNS_REPLAYED }),
+    ]);
+    const catalogue = buildCatalogue(
+      bound.map((s) => ({ ...s, ownerId: s.ownerId ?? '' })),
+      { id: conversation.userId },
+      [],
+    );
+    const userMessages = windowUserMessages(window);
+    return {
+      conversation,
+      agent,
+      model,
+      assemble: {
+        portalFloor: opts.portalFloor,
+        agent: { instructions: agent.instructions, httpTools: agent.tools },
+        selectedSkills: [],
+        catalogue,
+        window,
+        newMessage: { text: '', attachmentIds: [] },
+        currentTurn: [],
+        attachments: await this.loadAttachments(orgId, userMessages, model, opts.limits),
+        model,
+        limits: opts.limits,
+      },
+    };
+  }
+
+  private async skillsById(orgId: string, ids: string[]): Promise<Skill[]> {
+    return ids.length ? this.skills.getMany(orgId, ids) : [];
+  }
+
+  private async conversationAndAgent(orgId: string, conversationId: string) {
+    const conversation = found(
+      await this.conversations.get(orgId, conversationId),
+      `conversation ${conversationId}`,
+    );
+    const agent = found(await this.agents.get(orgId, conversation.agentId), `agent ${conversation.agentId}`);
+    return { conversation, agent };
+  }
+
+  /**
+   * Manifests of every attachment the messages carry; the whole text of finished documents short
+   * enough to go inline; data URLs of the reduced pictures of the PICTURE_MESSAGES newest
+   * picture-bearing messages (the only ones the prompt may send), and only for a model that sees.
+   */
+  private async loadAttachments(
+    orgId: string,
+    userMessages: readonly Message[],
+    model: ModelEntry,
+    limits: Limits,
+  ): Promise<Record<string, AttachmentForPrompt>> {
+    const ids = unique(userMessages.flatMap((m) => m.attachmentIds));
+    if (!ids.length) return {};
+    const manifests = new Map((await this.attachments.getManifests(orgId, ids)).map((a) => [a.id, a]));
+    const inlinable = [...manifests.values()].filter(
+      (a) => a.kind === 'document' && a.status === 'finished' && (a.chars ?? 0) <= limits.INLINE_DOC_CHARS,
+    );
+    const pictureIds = model.vision ? recentPictureIds(userMessages, manifests, limits.PICTURE_MESSAGES) : [];
+    const [texts, pictures] = await Promise.all([
+      this.attachments.getTexts(
+        orgId,
+        inlinable.map((a) => a.id),
+      ),
+      Promise.all(pictureIds.map((id) => this.attachments.getBlob(orgId, id, 'reduced'))),
+    ]);
+    const out: Record<string, AttachmentForPrompt> = {};
+    for (const [id, manifest] of manifests) {
+      const entry: AttachmentForPrompt = { ...manifest };
+      const text = texts.get(id);
+      if (text !== undefined) entry.text = text;
+      const reduced = pictures[pictureIds.indexOf(id)];
+      if (reduced) entry.imageUrl = dataUrl(reduced, manifest.mimeType);
+      out[id] = entry;
+    }
+    return out;
+  }
+}
+
+function found<T>(value: T | null, what: string): T {
+  if (value === null) throw new DomainError('not_found', `${what} not found`);
+  return value;
+}
+
+function modelOf(catalogue: readonly ModelEntry[], id: string): ModelEntry {
+  const model = catalogue.find((m) => m.id === id);
+  if (!model) throw new DomainError('not_found', `model "${id}" is not in the model catalogue`);
+  return model;
+}
+
+function unique<T>(values: readonly T[]): T[] {
+  return [...new Set(values)];
+}
+
+function messageText(message: Message): string {
+  return message.blocks.flatMap((b) => (b.kind === 'text' ? [b.text] : [])).join('\n\n');
+}
+
+function windowUserMessages(window: MemoryWindow): Message[] {
+  return window.turns.flatMap((t) =>
+    t.turn.kind === 'compaction' ? [] : t.messages.filter((m) => m.role === 'user'),
+  );
+}
+
+function recentPictureIds(
+  messages: readonly Message[],
+  manifests: ReadonlyMap<string, AttachmentManifest>,
+  pictureMessages: number,
+): string[] {
+  const ids: string[] = [];
+  let taken = 0;
+  for (let i = messages.length - 1; i >= 0 && taken < pictureMessages; i--) {
+    const pictures = messages[i].attachmentIds.filter((id) => manifests.get(id)?.kind === 'picture');
+    if (pictures.length) {
+      ids.push(...pictures);
+      taken += 1;
+    }
+  }
+  return unique(ids);
+}
+
+const IMAGE_SIGNATURES: ReadonlyArray<[mime: string, matches: (b: Buffer) => boolean]> = [
+  ['image/png', (b) => b.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47]))],
+  ['image/jpeg', (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff],
+  ['image/webp', (b) => b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP'],
+  ['image/gif', (b) => b.toString('latin1', 0, 4) === 'GIF8'],
+];
+
+/** The reduced variant's format comes from its bytes: ingest may have re-encoded the upload. */
+function dataUrl(bytes: Buffer, fallbackMime: string): string {
+  const mime = IMAGE_SIGNATURES.find(([, matches]) => matches(bytes))?.[0] ?? fallbackMime;
+  return `data:${mime};base64,${bytes.toString('base64')}`;
+}

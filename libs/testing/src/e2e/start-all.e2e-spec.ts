@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { createServer } from 'node:net';
+import { createTestDatabase } from '../database.util';
+import { dropDatabase } from '@portal/dal';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function ready(url: string, deadline: number): Promise<boolean> {
+  while (Date.now() < deadline) {
+    const ok = await fetch(url).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+/** Issue 2: `npm start` creates and migrates the database, then brings up four healthy processes. */
+describe('npm start', () => {
+  it('creates the database, migrates it and runs the gateway and the three workers', async () => {
+    const probe = await createTestDatabase();
+    await probe.drop(); // a name that certainly does not exist now: start-all must create it
+    const port = await freePort();
+    const child = spawn(process.execPath, ['-r', 'tools/dist-paths.js', 'dist/tools/start-all.js'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: probe.url, PORT: String(port), PORTAL_PREFIX: `start${port}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output: string[] = [];
+    child.stdout.on('data', (c: Buffer) => output.push(c.toString()));
+    child.stderr.on('data', (c: Buffer) => output.push(c.toString()));
+    try {
+      const deadline = Date.now() + 60_000;
+      const urls = [
+        `http://127.0.0.1:${port}/health/ready`,
+        'http://127.0.0.1:3101/health/ready',
+        'http://127.0.0.1:3102/health/ready',
+        'http://127.0.0.1:3103/health/ready',
+      ];
+      for (const url of urls) expect([url, await ready(url, deadline)]).toEqual([url, true]);
+      expect(output.join('')).toMatch(/\[gateway\]/);
+      expect(output.join('')).toMatch(/\[compaction-worker\]/);
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      await dropDatabase(probe.url);
+    }
+  }, 90_000);
+});
