@@ -32,10 +32,23 @@ describe('npm start', () => {
   it('creates the database, migrates it and runs the gateway and the three workers', async () => {
     const probe = await createTestDatabase();
     await probe.drop(); // a name that certainly does not exist now: start-all must create it
-    const port = await freePort();
-    const child = spawn(process.execPath, ['-r', 'tools/dist-paths.js', 'dist/tools/start-all.js'], {
+    const [port, orchestrator, ingest, compaction] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
+    const child = spawn(process.execPath, ['-r', './tools/dist-paths.js', 'dist/tools/start-all.js'], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: probe.url, PORT: String(port), PORTAL_PREFIX: `start${port}` },
+      env: {
+        ...process.env,
+        DATABASE_URL: probe.url,
+        PORT: String(port),
+        PORTAL_PREFIX: `start${port}`,
+        TURN_ORCHESTRATOR_HEALTH_PORT: String(orchestrator),
+        ATTACHMENT_INGEST_HEALTH_PORT: String(ingest),
+        COMPACTION_WORKER_HEALTH_PORT: String(compaction),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
@@ -45,17 +58,20 @@ describe('npm start', () => {
       const deadline = Date.now() + 60_000;
       const urls = [
         `http://127.0.0.1:${port}/health/ready`,
-        'http://127.0.0.1:3101/health/ready',
-        'http://127.0.0.1:3102/health/ready',
-        'http://127.0.0.1:3103/health/ready',
+        `http://127.0.0.1:${orchestrator}/health/ready`,
+        `http://127.0.0.1:${ingest}/health/ready`,
+        `http://127.0.0.1:${compaction}/health/ready`,
       ];
-      for (const url of urls) expect([url, await ready(url, deadline)]).toEqual([url, true]);
+      for (const url of urls)
+        expect([url, await ready(url, deadline), output.join('')]).toEqual([url, true, expect.anything()]);
       expect(output.join('')).toMatch(/\[gateway\]/);
       expect(output.join('')).toMatch(/\[compaction-worker\]/);
     } finally {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
       await dropDatabase(probe.url);
     }
   }, 90_000);
