@@ -21,7 +21,10 @@ export class AppModule {
         { provide: PdfRepository, useFactory: () => new PdfRepository() },
         {
           provide: AttachmentEvents,
-          useFactory: () => new AttachmentEvents(new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs)),
+          useFactory: () =>
+            new AttachmentEvents(
+              new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
+            ),
         },
         PictureIngestService,
         DocumentIngestService,

@@ -5,6 +5,7 @@ import type { IngestContext } from './ingest.types';
 import { UnreadableFileError } from './media/media.errors';
 import { PdfRepository } from './media/pdf.repository';
 import { textHeadings } from './text/headings.util';
+import { storablePage, storableText } from './text/storable-text.util';
 import { decodeUtf8, splitTextPages } from './text/text-pages.util';
 
 /** Types whose lines are data, not prose: no headings are looked for. */
@@ -35,7 +36,7 @@ export class DocumentIngestService {
   private async readText(ctx: IngestContext, bytes: Buffer): Promise<void> {
     const decoded = decodeUtf8(bytes);
     if (decoded === null) throw new UnreadableFileError('the file is not valid UTF-8 text');
-    const text = decoded.normalize('NFC');
+    const text = storableText(decoded);
     const pages = splitTextPages(text, this.config.limits.textPageChars);
     if (!pages.length) throw new UnreadableFileError('the file holds no text');
     const { chars } = await this.readPages(ctx, pages.length, async (n) => pages[n - 1]);
@@ -82,7 +83,8 @@ export class DocumentIngestService {
     await ctx.report({ pageCount, pagesRead: 0, unreadablePages });
     for (let page = 1; page <= pageCount; page++) {
       ctx.signal?.throwIfAborted();
-      const text = (await read(page))?.normalize('NFC') ?? null;
+      const raw = await read(page);
+      const text = raw === null ? null : storablePage(raw);
       if (text === null || text.trim() === '') unreadablePages.push(page);
       texts.push(text ?? '');
       await this.attachments.savePage(orgId, attachment.id, page, text ?? '');

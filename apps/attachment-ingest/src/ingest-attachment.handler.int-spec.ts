@@ -18,7 +18,7 @@ import {
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent } from '@portal/contracts';
-import { ConversationEvents, QueueService, WorkerHost } from '@portal/queue';
+import { ConversationEvents, PortalMetrics, QueueService, WorkerHost } from '@portal/queue';
 import { createTestDatabase, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { AttachmentEvents } from './attachment-events';
@@ -73,6 +73,7 @@ function handler(limits: Partial<AttachmentIngestConfig['limits']> = {}, repo = 
     ),
     new DocumentIngestService(repo, new PdfRepository(), cfg),
     new AttachmentEvents(events),
+    new PortalMetrics(),
   );
 }
 
@@ -438,7 +439,14 @@ describe('progress, events and idempotency', () => {
 describe('the attachment-ingest app', () => {
   it('consumes `ingest-attachment` jobs from the queue', async () => {
     const app = await NestFactory.createApplicationContext(
-      AppModule.forRoot({ databaseUrl: db.url, redisUrl, prefix, eventRetentionMs: 3_600_000, healthPort: 0, ...config() }),
+      AppModule.forRoot({
+        databaseUrl: db.url,
+        redisUrl,
+        prefix,
+        eventRetentionMs: 3_600_000,
+        healthPort: 0,
+        ...config(),
+      }),
       { logger: false },
     );
     try {

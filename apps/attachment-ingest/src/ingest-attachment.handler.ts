@@ -1,7 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { QueueName, type JobData } from '@portal/contracts';
 import { AttachmentRepository, type ManifestPatch } from '@portal/dal';
-import { JOB_OPTIONS, JobHandler, type JobContext, type JobHandlerOf } from '@portal/queue';
+import {
+  addLogContext,
+  JOB_OPTIONS,
+  JobHandler,
+  PortalMetrics,
+  type JobContext,
+  type JobHandlerOf,
+} from '@portal/queue';
 import { AttachmentEvents } from './attachment-events';
 import { DocumentIngestService } from './document-ingest.service';
 import type { IngestContext } from './ingest.types';
@@ -24,6 +31,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     @Inject(PictureIngestService) private readonly pictures: PictureIngestService,
     @Inject(DocumentIngestService) private readonly documents: DocumentIngestService,
     @Inject(AttachmentEvents) private readonly events: AttachmentEvents,
+    @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
   ) {}
 
   async handle(
@@ -35,6 +43,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     if (!attachment || attachment.status === 'finished' || attachment.status === 'failed') return;
     const [scope] = await this.attachments.getScopes(orgId, [attachmentId]);
     const conversationId = scope?.conversationId ?? null;
+    addLogContext({ conversationId: conversationId ?? undefined });
     const ctx: IngestContext = {
       orgId,
       attachment,
@@ -48,17 +57,22 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
       },
     };
     await ctx.report({ status: 'reading', error: null });
+    const kind = { kind: attachment.kind };
+    const timer = this.metrics.ingestDuration.startTimer(kind);
     try {
       if (attachment.kind === 'picture') await this.pictures.read(ctx);
       else await this.documents.read(ctx);
+      timer();
     } catch (err) {
       if (err instanceof UnreadableFileError) {
+        this.metrics.ingestFailures.inc(kind);
         await ctx.report({ status: 'failed', error: err.message });
         return;
       }
       const attempts = JOB_OPTIONS[QueueName.Attachments].attempts ?? 1;
       if (!context.signal.aborted && context.attemptsMade + 1 >= attempts) {
         this.logger.error(`attachment ${attachmentId}: ${(err as Error).stack ?? String(err)}`);
+        this.metrics.ingestFailures.inc(kind);
         await ctx.report({ status: 'failed', error: `internal error: ${(err as Error).message}` });
       }
       throw err;

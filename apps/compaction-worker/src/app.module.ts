@@ -2,7 +2,7 @@ import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } 
 import { DataSource } from 'typeorm';
 import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
-import { ConversationEvents, QueueModule } from '@portal/queue';
+import { ConversationEvents, observeModelCall, PortalMetrics, QueueModule } from '@portal/queue';
 import { CompactHandler } from './compact.handler';
 import { CompactionService } from './compaction.service';
 import type { CompactionWorkerConfig } from './config';
@@ -34,9 +34,30 @@ export class AppModule {
         },
         {
           provide: CompactionService,
-          useFactory: (db: DataSource, events: ConversationEvents, models: ModelClientFactory) =>
-            new CompactionService({ db, events, models, catalogue: config.models, limits: config.limits }),
-          inject: [DataSource, ConversationEvents, ModelClientFactory],
+          useFactory: (
+            db: DataSource,
+            events: ConversationEvents,
+            factory: ModelClientFactory,
+            metrics: PortalMetrics,
+          ) => {
+            // The summary calls, timed and their tokens counted.
+            const models: Pick<ModelClientFactory, 'streamChat'> = {
+              streamChat: (entry, request, options) =>
+                observeModelCall(
+                  metrics,
+                  { model: entry.id, kind: 'compaction' },
+                  factory.streamChat(entry, request, options),
+                ),
+            };
+            return new CompactionService({
+              db,
+              events,
+              models,
+              catalogue: config.models,
+              limits: config.limits,
+            });
+          },
+          inject: [DataSource, ConversationEvents, ModelClientFactory, PortalMetrics],
         },
         CompactHandler,
         Closer,

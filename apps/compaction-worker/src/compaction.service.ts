@@ -24,7 +24,7 @@ import {
   type StreamResult,
 } from '@portal/model';
 import { buildCompactionPrompt, finishSummary, type CompactionPrompt, type Limits } from '@portal/prompt';
-import { JOB_OPTIONS, type ConversationEvents, type JobContext } from '@portal/queue';
+import { addLogContext, JOB_OPTIONS, type ConversationEvents, type JobContext } from '@portal/queue';
 
 export interface CompactionServiceDeps {
   db: Db;
@@ -57,6 +57,7 @@ export class CompactionService {
   async run(data: JobInput, context: JobContext): Promise<void> {
     const turn = await new TurnRepository(this.deps.db).get(data.orgId, data.turnId);
     if (!turn) throw new UnrecoverableError(`Turn ${data.turnId} not found`);
+    addLogContext({ conversationId: turn.conversationId });
     if (data.trigger === 'AUTO') await this.auto(turn, data, context);
     else await this.manual(turn, data, context);
   }

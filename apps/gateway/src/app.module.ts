@@ -1,13 +1,16 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { DalModule } from '@portal/dal';
 import { QueueModule } from '@portal/queue';
 import { AccountController } from './account/account.controller';
+import { AdminModule } from './admin/admin.module';
 import { AgentsModule } from './agents/agents.module';
 import { AttachmentsModule } from './attachments/attachments.module';
 import { BootstrapService } from './bootstrap/bootstrap.service';
 import { ApiErrorFilter } from './common/api-error.filter';
 import { AuthGuard } from './common/auth.guard';
+import { TextInputPipe } from './common/text-input.pipe';
+import { RateLimiter } from './common/rate-limit';
 import type { GatewayConfig } from './config';
 import { ConversationsModule } from './conversations/conversations.module';
 import { CoreModule } from './core/core.module';
@@ -18,6 +21,7 @@ import { MetricsController } from './metrics/metrics.controller';
 import { PromptPreviewModule } from './prompt-preview/prompt-preview.module';
 import { SkillsModule } from './skills/skills.module';
 import { TurnsModule } from './turns/turns.module';
+import { WebModule } from './web/web.module';
 
 @Module({})
 export class AppModule {
@@ -36,12 +40,16 @@ export class AppModule {
         EventsModule,
         PromptPreviewModule,
         AttachmentsModule.forRoot(config.attachments),
+        AdminModule,
+        WebModule,
       ],
       controllers: [HealthController, MetricsController, AccountController],
       providers: [
         BootstrapService,
+        { provide: RateLimiter, useFactory: () => new RateLimiter(config.rateLimit, config) },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_FILTER, useClass: ApiErrorFilter },
+        { provide: APP_PIPE, useClass: TextInputPipe },
       ],
     };
   }

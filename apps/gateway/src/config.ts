@@ -10,6 +10,7 @@ import { readPortalFloor } from '@portal/dal';
 import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv, type Limits } from '@portal/prompt';
 import { readAttachmentsConfig, type AttachmentsConfig } from './attachments/attachments.config';
+import { readRateLimitConfig, type RateLimitConfig } from './common/rate-limit';
 
 export interface GatewayConfig extends CommonConfig {
   port: number;
@@ -23,6 +24,13 @@ export interface GatewayConfig extends CommonConfig {
   /** Layer 1's first part: the bootstrap file's `portalFloor`, else the default. */
   portalFloor: string;
   attachments: AttachmentsConfig;
+  /** Per-API-key request limit (RATE_LIMIT_PER_MINUTE). */
+  rateLimit: RateLimitConfig;
+  /**
+   * Orgs whose admins may open the queue dashboard (PORTAL_OPERATOR_ORGS, comma-separated; none by
+   * default): it shows every org's jobs, so it is for the operators of the portal only.
+   */
+  operatorOrgs: string[];
 }
 
 /** Nest injection token of the gateway's one config object. */
@@ -39,6 +47,11 @@ export function readConfig(env: Env): GatewayConfig {
     limits: limitsFromEnv(env),
     portalFloor: readPortalFloor(env.PORTAL_BOOTSTRAP_FILE || null),
     attachments: readAttachmentsConfig(env),
+    rateLimit: readRateLimitConfig(env),
+    operatorOrgs: envString(env, 'PORTAL_OPERATOR_ORGS', '')
+      .split(',')
+      .map((org) => org.trim())
+      .filter(Boolean),
   };
 }
 

@@ -4,8 +4,20 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { LoggerService, LogLevel } from '@nestjs/common';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger as PinoLogger } from 'pino';
+import { QueueName } from '@portal/contracts';
+import {
+  createLogger,
+  NestPinoLogger,
+  PortalMetrics,
+  QueueService,
+  runWithLogContext,
+  type LogFields,
+} from '@portal/queue';
+import { registerQueueBoard } from './admin/queue-board.util';
 import { AppModule } from './app.module';
+import { frameworkError } from './common/api-error.util';
 import type { GatewayConfig } from './config';
 import { OPENAPI_DOCUMENT } from './docs/openapi.document';
 import { MetricsService } from './metrics/metrics.service';
@@ -15,24 +27,39 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
  * The gateway app, configured but not listening: `listen` runs the bootstrap file first
- * (BootstrapService runs at init). Shared by main and the tests.
+ * (BootstrapService runs at init). Shared by main and the tests. Logs are JSON lines on `log`
+ * (default: a pino logger on stdout; silent when `logger` is false), Nest's own included.
  */
 export async function createGatewayApp(
   config: GatewayConfig,
-  options: { logger?: LoggerService | LogLevel[] | false } = {},
+  options: { logger?: LoggerService | LogLevel[] | false; log?: PinoLogger } = {},
 ): Promise<NestFastifyApplication> {
+  const log =
+    options.log ?? createLogger({ name: 'gateway', level: options.logger === false ? 'silent' : undefined });
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config),
-    new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES }),
+    new FastifyAdapter({
+      bodyLimit: BODY_LIMIT_BYTES,
+      frameworkErrors: (err: Error, _request: FastifyRequest, reply: FastifyReply) => {
+        const { status, body } = frameworkError(err);
+        void reply.status(status).send(body);
+      },
+    }),
     // Throw instead of exiting, so main reports the cause in one line and tests see the error.
-    { logger: options.logger, abortOnError: false, bodyParser: false },
+    { logger: options.logger ?? new NestPinoLogger(log), abortOnError: false, bodyParser: false },
   );
   const fastify = app.getHttpAdapter().getInstance();
   acceptJsonOnly(fastify);
   const metrics = app.get(MetricsService);
+  const queues = app.get(QueueService);
+  app.get(PortalMetrics).watchQueues(Object.values(QueueName).map((name) => queues.queue(name)));
+  // Every line logged while a request is handled carries its ids (the guard adds the org and user).
+  fastify.addHook('preHandler', (request, _reply, done) => runWithLogContext(requestIds(request), done));
   fastify.addHook('onResponse', async (request, reply) => {
     metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
+    logRequest(log, request, reply);
   });
+  await registerQueueBoard(app);
   // Uploads (POST /v1/attachments); the attachments service streams the file with its own cap.
   await app.register(fastifyMultipart);
   // The plugin's types know OpenAPI 2 and 3.0 documents only; it serves a 3.1 one as it is.
@@ -42,6 +69,33 @@ export async function createGatewayApp(
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
   return app;
+}
+
+/** The request's id and, on a conversation's or a turn's route, that id. */
+function requestIds(request: FastifyRequest): LogFields {
+  const route = request.routeOptions.url ?? '';
+  const { id } = (request.params ?? {}) as { id?: string };
+  return {
+    reqId: request.id,
+    conversationId: route.startsWith('/v1/conversations/:id') ? id : undefined,
+    turnId: route.startsWith('/v1/turns/:id') ? id : undefined,
+  };
+}
+
+/** One line per request: route, status, time and who; probes and scrapes at debug level. */
+function logRequest(log: PinoLogger, request: FastifyRequest, reply: FastifyReply): void {
+  const route = request.routeOptions.url ?? 'unmatched';
+  const quiet = route.startsWith('/health/') || route === '/metrics';
+  log[quiet ? 'debug' : 'info']({
+    msg: 'request',
+    ...requestIds(request),
+    orgId: request.principal?.orgId,
+    userId: request.principal?.userId,
+    method: request.method,
+    route,
+    status: reply.statusCode,
+    durationMs: Math.round(reply.elapsedTime),
+  });
 }
 
 /**

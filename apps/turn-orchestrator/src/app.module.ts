@@ -1,7 +1,7 @@
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { DalModule, PromptInputLoader } from '@portal/dal';
+import { CompactionClient, DalModule, PromptInputLoader } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
-import { ConversationEvents, QueueModule } from '@portal/queue';
+import { ConversationEvents, QueueModule, QueueService } from '@portal/queue';
 import { DataSource } from 'typeorm';
 import type { TurnOrchestratorConfig } from './config';
 import { CONFIG } from './config.token';
@@ -22,6 +22,7 @@ export class AppModule implements OnApplicationShutdown {
     @Inject(ConversationEvents) private readonly events: ConversationEvents,
     @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
     @Inject(DataSource) private readonly dataSource: DataSource,
+    @Inject(CompactionClient) private readonly compactions: CompactionClient,
   ) {}
 
   static forRoot(config: TurnOrchestratorConfig): DynamicModule {
@@ -32,7 +33,7 @@ export class AppModule implements OnApplicationShutdown {
         { provide: CONFIG, useValue: config },
         {
           provide: ConversationEvents,
-          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix),
+          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
         },
         {
           provide: ModelClientFactory,
@@ -46,6 +47,12 @@ export class AppModule implements OnApplicationShutdown {
           provide: PromptInputLoader,
           useFactory: (dataSource: DataSource) => new PromptInputLoader(dataSource),
           inject: [DataSource],
+        },
+        {
+          provide: CompactionClient,
+          useFactory: (dataSource: DataSource, queues: QueueService) =>
+            new CompactionClient(dataSource, queues, { redisUrl: config.redisUrl, prefix: config.prefix }),
+          inject: [DataSource, QueueService],
         },
         ...TOOL_PROVIDERS,
         CancelListener,
@@ -63,6 +70,7 @@ export class AppModule implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     await this.events.close();
+    await this.compactions.close();
     await this.models.close();
     if (this.dataSource.isInitialized) await this.dataSource.destroy();
   }

@@ -46,8 +46,8 @@ export function readConfig(env: Env): TurnOrchestratorConfig {
     modelRetryMaxMs: envInt(env, 'MODEL_RETRY_MAX_MS', 30_000),
     modelTimeoutMs: envInt(env, 'MODEL_TIMEOUT_MS', 120_000, { min: 1 }),
     modelIdleTimeoutMs: envInt(env, 'MODEL_IDLE_TIMEOUT_MS', 120_000, { min: 1 }),
-    leaseMs: envInt(env, 'TURN_LEASE_MS', 30_000, { min: 300 }),
-    reconcileIntervalMs: envInt(env, 'RECONCILE_INTERVAL_MS', 5_000),
+    leaseMs: envInt(env, 'TURN_LEASE_MS', 6_000, { min: 300 }),
+    reconcileIntervalMs: envInt(env, 'RECONCILE_INTERVAL_MS', 3_000),
     workerId: `${hostname()}:${process.pid}`,
   };
 }

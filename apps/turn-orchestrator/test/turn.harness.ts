@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { PortalEvent } from '@portal/contracts';
+import { cancelChannel, type PortalEvent } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
@@ -24,7 +24,6 @@ import { createTestDatabase, startFakeOpenAI, type FakeOpenAI, type TestDatabase
 import IORedis from 'ioredis';
 import { AppModule } from '../src/app.module';
 import { readConfig, type TurnOrchestratorConfig } from '../src/config';
-import { cancelChannel } from '../src/turn/cancel-listener.service';
 import { RetryPolicy } from '../src/turn/retry-policy.service';
 import { TurnRunner } from '../src/turn/turn-runner.service';
 
@@ -86,8 +85,15 @@ export const skill = (slug: string, over: Partial<SkillInput> = {}): SkillInput 
   ...over,
 });
 
+/** A catalogue entry besides `gpt-test` and `reasoner`, served by the same fake. */
+export interface ExtraModel {
+  id: string;
+  contextWindow: number;
+  compactAt?: number;
+}
+
 export async function startHarness(
-  opts: { env?: Record<string, string>; tools?: AgentTool[] } = {},
+  opts: { env?: Record<string, string>; tools?: AgentTool[]; models?: ExtraModel[] } = {},
 ): Promise<Harness> {
   const db = await createTestDatabase();
   const fake = await startFakeOpenAI({
@@ -102,6 +108,7 @@ export async function startHarness(
       models: [
         { id: 'gpt-test', baseURL: fake.baseURL, contextWindow: 128000, reasoning: false, price },
         { id: 'reasoner', baseURL: fake.baseURL, contextWindow: 128000, reasoning: true, price },
+        ...(opts.models ?? []).map((m) => ({ baseURL: fake.baseURL, reasoning: false, price, ...m })),
       ],
     }),
   );

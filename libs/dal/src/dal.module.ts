@@ -1,4 +1,10 @@
-import { Inject, Module, type DynamicModule, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import {
+  Inject,
+  Module,
+  type DynamicModule,
+  type OnApplicationShutdown,
+  type Provider,
+} from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { createDataSource } from './data-source';
 import { AgentRepository } from './repositories/agent.repository';

@@ -564,6 +564,18 @@ describe('the current turn', () => {
     ]);
   });
 
+  it('takes the tail from the turn alone: past turns are in the summary', () => {
+    const so = messages('t9', [assistant({ ...compactionBlock(9, 'Summary of turns 1–9') }, text('Done.'))]);
+    const got = current({ summary: null, turns: [chat(8, 'Earlier', 'Sure')] }, '/fact-check Go', so);
+    expect(got).toEqual([
+      {
+        role: 'user',
+        content: '[Summary of earlier conversation — turns 1–9]\n\nSummary of turns 1–9\n\nGo',
+      },
+      { role: 'assistant', content: 'Done.' },
+    ]);
+  });
+
   it('keeps the tail as is when it does not open on a tool result', () => {
     const e = (role: 'user' | 'assistant', t: string): Entry =>
       role === 'user'

@@ -308,8 +308,8 @@ export function mergeAdjacent(entries: readonly Entry[]): Entry[] {
 }
 
 /**
- * After an auto compaction the turn goes on from the summary and its last TAIL_MESSAGES messages,
- * the start moved back so the tail never opens on a tool result (SPEC section 5.1).
+ * After an auto compaction the turn goes on from the summary and the last TAIL_MESSAGES of the
+ * turn's own messages, the start moved back so the tail never opens on a tool result (SPEC 5.1).
  */
 export function compactionTail(entries: readonly Entry[], limits: Limits): Entry[] {
   let start = Math.max(0, entries.length - limits.TAIL_MESSAGES);
@@ -327,7 +327,8 @@ export interface NewMessage {
  * Layers 5 and 6 as entries: memory, the new message, then the current turn in the order it
  * happened: its calls and results whole, steering where it arrived, answer text that steering
  * interrupted. Narration and thinking are left out here too. A compaction inside the current turn
- * restarts the list from its summary and the tail before it.
+ * replaces memory and the turn before it: its summary, then the tail of the turn's messages before
+ * it (the new message included), then what followed.
  */
 export function conversationEntries(
   window: MemoryWindow,
@@ -342,7 +343,6 @@ export function conversationEntries(
     ],
     layer: 'new_message',
   };
-  let entries = [...memoryEntries(window, limits), opening];
   const results = resultsByCall(currentTurn);
   const mode: ReplayMode = {
     layer: 'new_message',
@@ -351,15 +351,15 @@ export function conversationEntries(
     result: wholeResult,
     calls: (ids) => ({ shown: new Set(ids), hidden: 0 }),
   };
-  let stretch: Item[] = [];
-  for (const item of turnItems(currentTurn)) {
-    if (item.kind !== 'compaction') {
-      stretch.push(item);
-      continue;
-    }
-    const before = mergeAdjacent([...entries, ...itemEntries(stretch, results, mode)]);
-    entries = [summaryEntry(item.block), ...compactionTail(before, limits)];
-    stretch = [];
-  }
-  return mergeAdjacent([...entries, ...itemEntries(stretch, results, mode)]);
+  const items = turnItems(currentTurn);
+  const at = items.map((i) => i.kind).lastIndexOf('compaction');
+  if (at < 0)
+    return mergeAdjacent([...memoryEntries(window, limits), opening, ...itemEntries(items, results, mode)]);
+  const before = mergeAdjacent([opening, ...itemEntries(items.slice(0, at), results, mode)]);
+  const { block } = items[at] as Extract<Item, { kind: 'compaction' }>;
+  return mergeAdjacent([
+    summaryEntry(block),
+    ...compactionTail(before, limits),
+    ...itemEntries(items.slice(at + 1), results, mode),
+  ]);
 }

@@ -2,8 +2,18 @@ import { createServer, type Server } from 'node:http';
 
 export type ReadinessCheck = () => Promise<Record<string, boolean>>;
 
-/** `GET /health/live` and `GET /health/ready` on a port of the worker's own. */
-export async function startHealthServer(port: number, ready: ReadinessCheck): Promise<Server> {
+/** What `GET /metrics` answers: Prometheus text (PortalMetrics.scrape fits). */
+export type MetricsScrape = () => Promise<{ contentType: string; body: string }>;
+
+/**
+ * `GET /health/live` and `GET /health/ready` on a port of the worker's own, and with `metrics`,
+ * `GET /metrics` for Prometheus.
+ */
+export async function startHealthServer(
+  port: number,
+  ready: ReadinessCheck,
+  metrics?: MetricsScrape,
+): Promise<Server> {
   const server = createServer((req, res) => {
     const send = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -16,6 +26,16 @@ export async function startHealthServer(port: number, ready: ReadinessCheck): Pr
       ready().then(
         (checks) => send(Object.values(checks).every(Boolean) ? 200 : 503, { status: 'checked', checks }),
         () => send(503, { status: 'error' }),
+      );
+      return;
+    }
+    if (req.url === '/metrics' && metrics) {
+      metrics().then(
+        ({ contentType, body }) => {
+          res.writeHead(200, { 'content-type': contentType });
+          res.end(body);
+        },
+        () => send(500, { error: { code: 'internal', message: 'metrics unavailable' } }),
       );
       return;
     }

@@ -5,3 +5,4 @@ export * from './queue.module';
 export * from './health.server';
 export * from './conversation-events';
 export * from './worker-boot';
+export * from './observability';

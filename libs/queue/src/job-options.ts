@@ -30,7 +30,7 @@ export const WORKER_OPTIONS: Record<
   QueueName,
   Pick<WorkerOptions, 'concurrency' | 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>
 > = {
-  [QueueName.Turns]: { concurrency: 20, lockDuration: 10_000, stalledInterval: 5_000, maxStalledCount: 5 },
+  [QueueName.Turns]: { concurrency: 20, lockDuration: 4_000, stalledInterval: 2_000, maxStalledCount: 5 },
   [QueueName.Attachments]: {
     concurrency: 2,
     lockDuration: 30_000,

@@ -3,6 +3,7 @@ import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { JOB_QUEUE, type JobName, type QueueName } from '@portal/contracts';
 import { QueueService, type QueueConnectionOptions } from './queue.service';
 import { JobHandler, pickHandlers, type JobHandlerOf } from './job-handler.decorator';
+import { PortalMetrics } from './observability/portal-metrics.service';
 
 /** Finds the `@JobHandler` providers of the queues a worker consumes and starts consuming. */
 @Injectable()
@@ -38,8 +39,16 @@ export class QueueModule {
       module: QueueModule,
       global: true,
       imports: [DiscoveryModule],
-      providers: [{ provide: QueueService, useFactory: () => new QueueService(options) }, WorkerHost],
-      exports: [QueueService, WorkerHost],
+      providers: [
+        { provide: PortalMetrics, useFactory: () => new PortalMetrics() },
+        {
+          provide: QueueService,
+          useFactory: (metrics: PortalMetrics) => new QueueService(options, metrics),
+          inject: [PortalMetrics],
+        },
+        WorkerHost,
+      ],
+      exports: [QueueService, WorkerHost, PortalMetrics],
     };
   }
 }

@@ -1,8 +1,11 @@
-import { Queue, Worker, type Job as BullJob } from 'bullmq';
+import { Logger } from '@nestjs/common';
+import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import IORedis, { type Redis } from 'ioredis';
 import { JOB_QUEUE, QueueName, type JobData, type JobName } from '@portal/contracts';
 import { JOB_OPTIONS, WORKER_OPTIONS, queueKeyPrefix } from './job-options';
 import type { JobContext } from './job-handler.decorator';
+import { runWithLogContext } from './observability/logger.util';
+import type { PortalMetrics } from './observability/portal-metrics.service';
 
 export interface QueueConnectionOptions {
   redisUrl: string;
@@ -18,8 +21,13 @@ export class QueueService {
   private readonly workers: Worker[] = [];
   private readonly workerConnections: Redis[] = [];
   private readonly shutdown = new AbortController();
+  private readonly logger = new Logger('Queue');
 
-  constructor(private readonly options: QueueConnectionOptions) {
+  /** With `metrics`, consumed jobs record `portal_job_wait_seconds` and `portal_job_duration_seconds`. */
+  constructor(
+    private readonly options: QueueConnectionOptions,
+    private readonly metrics?: PortalMetrics,
+  ) {
     this.connection = new IORedis(options.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
   }
 
@@ -60,12 +68,7 @@ export class QueueService {
       this.workerConnections.push(connection);
       const worker = new Worker(
         name,
-        (job: BullJob) =>
-          process(job.name as JobName, job.data, {
-            jobId: job.id ?? '',
-            attemptsMade: job.attemptsMade,
-            signal: this.shutdown.signal,
-          }),
+        (job: BullJob, token?: string) => this.attempt(name, job, process, token),
         {
           connection,
           prefix: queueKeyPrefix(this.options.prefix, name),
@@ -75,6 +78,51 @@ export class QueueService {
       worker.on('error', () => undefined); // connection errors are retried by ioredis; health reports them
       this.workers.push(worker);
     }
+  }
+
+  /**
+   * One attempt of a job: its ids on every log line logged while it runs, its wait and duration
+   * measured, one line when it ends.
+   */
+  private attempt(queue: QueueName, job: BullJob, process: JobProcessor, token?: string): Promise<void> {
+    const { orgId, turnId, attachmentId } = job.data as Partial<Record<string, string>>;
+    return runWithLogContext({ queue, jobId: job.id, orgId, turnId, attachmentId }, async () => {
+      const started = Date.now();
+      if (job.attemptsMade === 0) {
+        const waitedMs = (job.processedOn ?? started) - job.timestamp - (job.opts.delay ?? 0);
+        this.metrics?.jobWait.observe({ queue }, Math.max(0, waitedMs) / 1000);
+      }
+      let outcome: 'completed' | 'failed' | 'handed_back' = 'completed';
+      let error: string | undefined;
+      try {
+        await process(job.name as JobName, job.data, {
+          jobId: job.id ?? '',
+          attemptsMade: job.attemptsMade,
+          signal: this.shutdown.signal,
+        });
+      } catch (err) {
+        error = (err as Error).message;
+        if (!this.shutdown.signal.aborted) {
+          outcome = 'failed';
+          throw err;
+        }
+        // Handed back on shutdown: due again at once for another worker, without spending an attempt.
+        outcome = 'handed_back';
+        await job.moveToDelayed(Date.now(), token);
+        throw new DelayedError();
+      } finally {
+        const durationMs = Date.now() - started;
+        this.metrics?.jobDuration.observe({ queue, outcome }, durationMs / 1000);
+        const line = {
+          msg: `${job.name} ${outcome.replace('_', ' ')}`,
+          attempt: job.attemptsMade + 1,
+          durationMs,
+          error,
+        };
+        if (outcome === 'failed') this.logger.warn(line);
+        else this.logger.log(line);
+      }
+    });
   }
 
   /** Stops taking jobs, asks running handlers to hand back their work, waits for them. */

@@ -1,9 +1,18 @@
-import { Logger, type DynamicModule, type INestApplicationContext, type Type } from '@nestjs/common';
+import type { DynamicModule, INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { QueueName } from '@portal/contracts';
+import { envInt, type QueueName } from '@portal/contracts';
 import { QueueService } from './queue.service';
 import { WorkerHost } from './queue.module';
 import { startHealthServer, type ReadinessCheck } from './health.server';
+import { createLogger } from './observability/logger.util';
+import { NestPinoLogger } from './observability/nest-logger.service';
+import { PortalMetrics } from './observability/portal-metrics.service';
+
+/**
+ * How long SIGTERM waits for running jobs to finish or be handed back before the process exits
+ * anyway (SHUTDOWN_DEADLINE_MS). The k8s grace period is this plus a margin.
+ */
+export const DEFAULT_SHUTDOWN_DEADLINE_MS = 25_000;
 
 export interface WorkerBootOptions {
   name: string;
@@ -12,37 +21,55 @@ export interface WorkerBootOptions {
   healthPort: number;
   /** Extra readiness checks beyond Redis (e.g. the database). */
   ready: (app: INestApplicationContext) => ReadinessCheck;
-  /** How long SIGTERM waits for running jobs before the process exits anyway. */
+  /** Overrides SHUTDOWN_DEADLINE_MS. */
   shutdownDeadlineMs?: number;
 }
 
-/** Boots a queue worker: Nest context, health port, handler discovery, graceful SIGTERM. */
+/**
+ * Boots a queue worker: Nest context logging JSON, health and metrics port, handler discovery,
+ * graceful SIGTERM.
+ */
 export async function bootWorker(options: WorkerBootOptions): Promise<INestApplicationContext> {
-  const logger = new Logger(options.name);
-  const app = await NestFactory.createApplicationContext(options.module, { bufferLogs: false });
+  const deadlineMs =
+    options.shutdownDeadlineMs ??
+    configOrExit(() => envInt(process.env, 'SHUTDOWN_DEADLINE_MS', DEFAULT_SHUTDOWN_DEADLINE_MS, { min: 1 }));
+  const log = createLogger({ name: options.name });
+  const app = await NestFactory.createApplicationContext(options.module, {
+    logger: new NestPinoLogger(log),
+  });
   const queues = app.get(QueueService);
+  const metrics = app.get(PortalMetrics);
+  metrics.collectDefaults(`portal_${options.name.replace(/-/g, '_')}_`);
+  metrics.watchQueues(options.queues.map((name) => queues.queue(name)));
   const appReady = options.ready(app);
-  const health = await startHealthServer(options.healthPort, async () => ({
-    redis: await queues.ping(),
-    ...(await appReady()),
-  }));
+  const health = await startHealthServer(
+    options.healthPort,
+    async () => ({ redis: await queues.ping(), ...(await appReady()) }),
+    () => metrics.scrape(),
+  );
   app.get(WorkerHost).start(options.queues);
-  logger.log(`consuming ${options.queues.join(', ')}; health on :${options.healthPort}`);
+  log.info(`consuming ${options.queues.join(', ')}; health and metrics on :${options.healthPort}`);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.log(`${signal}: no new jobs; handing back running ones`);
+    log.info({ deadlineMs }, `${signal}: no new jobs; running ones finish or are handed back`);
     const deadline = setTimeout(() => {
-      logger.error('shutdown deadline passed; exiting');
+      log.error('shutdown deadline passed; exiting with jobs still running');
       process.exit(1);
-    }, options.shutdownDeadlineMs ?? 25_000);
+    }, deadlineMs);
     deadline.unref();
-    await queues.close();
-    await app.close();
-    health.close();
-    process.exit(0);
+    try {
+      await queues.close();
+      await app.close();
+      health.close();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));

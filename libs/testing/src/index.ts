@@ -1,3 +1,5 @@
 export * from './fake-openai';
 export * from './database.util';
 export * from './e2e';
+export * from './log-capture.util';
+export * from './hostile';

@@ -14,6 +14,15 @@ export interface PictureLimits {
 
 sharp.cache(false);
 
+/*
+ * Why a picture failed, in words of our own: libvips keeps one error buffer for the whole process,
+ * so under concurrency sharp's message for one picture can carry another's decoder errors (a PNG
+ * failed with "VipsJpeg: Corrupt JPEG data" while a JPEG was read beside it). A reason must not
+ * depend on what else was being read, nor show another upload's.
+ */
+const HEADER_UNREADABLE = 'the picture cannot be decoded: its header is not a valid picture';
+const PIXELS_UNREADABLE = 'the picture cannot be decoded: its pixel data is corrupt or truncated';
+
 /**
  * sharp behind a small class. Every decode has a pixel limit (checked from the header before any
  * pixel is decoded), fails on decoding errors, reads only the first frame of an animation and
@@ -24,8 +33,8 @@ export class ImageRepository {
     // The header only: the pixel limit is checked below, to say how large the picture is.
     const meta = await this.open(input, { maxPixels: 0 })
       .metadata()
-      .catch((err: Error) => {
-        throw new UnreadableFileError(`the picture cannot be decoded: ${err.message}`);
+      .catch(() => {
+        throw new UnreadableFileError(HEADER_UNREADABLE);
       });
     if (!meta.format || !meta.width || !meta.height) throw new UnreadableFileError('the picture has no size');
     if (meta.width * meta.height > limits.maxPixels) {
@@ -49,8 +58,8 @@ export class ImageRepository {
     else if (format === 'webp') image = image.webp({ quality: 85 });
     else if (format === 'gif') image = image.gif();
     else throw new UnreadableFileError(`unsupported picture format ${format}`);
-    const { data, info } = await image.toBuffer({ resolveWithObject: true }).catch((err: Error) => {
-      throw new UnreadableFileError(`the picture cannot be decoded: ${err.message}`);
+    const { data, info } = await image.toBuffer({ resolveWithObject: true }).catch(() => {
+      throw new UnreadableFileError(PIXELS_UNREADABLE);
     });
     return { data, width: info.width, height: info.height };
   }

@@ -5,6 +5,8 @@ export interface ReaderInput {
   standardFontDataUrl: string;
   cMapUrl: string;
   data: Uint8Array;
+  /** Largest typed array (in bytes) the thread may allocate; see PDF_MAX_ARRAY_SHARE. */
+  maxArrayBytes: number;
 }
 
 export type ReaderMessage =

@@ -24,10 +24,36 @@ export interface PdfDocument {
 
 const PDFJS_ROOT = dirname(require.resolve('pdfjs-dist/package.json'));
 
+/**
+ * Typed arrays live outside the heap that `resourceLimits` caps, and pdf.js keeps a decoded stream
+ * in one Uint8Array that doubles as it grows: a 1.5 MB deflate bomb grew the reader by 3 GB. So in
+ * the reader's thread every typed array (and ArrayBuffer) larger than this share of its heap limit
+ * is refused with a RangeError, which pdf.js reports as a page it could not read. The thread has no
+ * DecompressionStream either: pdf.js would inflate a whole stream through it into native chunks
+ * before any limit could look, and falls back to its own decoder, whose buffer is capped.
+ */
+export const PDF_MAX_ARRAY_SHARE = 0.25;
+
 // The reader thread runs pdfReaderThread from its source text, so it needs no build step of its
-// own and works the same from dist/ and under Jest.
+// own and works the same from dist/ and under Jest. Before pdf.js loads, it caps typed arrays.
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+delete globalThis.DecompressionStream;
+for (const name of ['ArrayBuffer', 'SharedArrayBuffer', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray',
+  'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array',
+  'BigInt64Array', 'BigUint64Array']) {
+  const Native = globalThis[name];
+  if (typeof Native !== 'function') continue;
+  const maxLength = Math.floor(workerData.maxArrayBytes / (Native.BYTES_PER_ELEMENT || 1));
+  globalThis[name] = new Proxy(Native, {
+    construct(target, args, newTarget) {
+      if (typeof args[0] === 'number' && args[0] > maxLength) {
+        throw new RangeError(name + ' of ' + args[0] + ' elements refused: over the PDF reader limit of ' + workerData.maxArrayBytes + ' bytes per buffer');
+      }
+      return Reflect.construct(target, args, newTarget);
+    },
+  });
+}
 import(workerData.pdfjsUrl).then(
   (pdfjs) => (${pdfReaderThread.toString()})(pdfjs, workerData, parentPort),
   (err) => parentPort.postMessage({ type: 'error', name: 'LoadError', message: String(err) }),
@@ -46,6 +72,7 @@ export class PdfRepository {
       standardFontDataUrl: join(PDFJS_ROOT, 'standard_fonts') + '/',
       cMapUrl: join(PDFJS_ROOT, 'cmaps') + '/',
       data: new Uint8Array(data),
+      maxArrayBytes: Math.floor(limits.memoryMb * PDF_MAX_ARRAY_SHARE * 1024 * 1024),
     };
     const worker = new Worker(THREAD_SOURCE, {
       eval: true,

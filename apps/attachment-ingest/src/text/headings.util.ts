@@ -21,9 +21,9 @@ export function markdownHeadings(text: string, max: number): string[] {
       continue;
     }
     if (fence !== null) continue;
-    const atx = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/.exec(line);
-    if (atx && atx[1].trim()) {
-      found.push(clean(atx[1]));
+    const atx = atxTitle(line);
+    if (atx) {
+      found.push(clean(atx));
       continue;
     }
     const underline = lines[i + 1];
@@ -33,6 +33,33 @@ export function markdownHeadings(text: string, max: number): string[] {
     }
   }
   return found;
+}
+
+/**
+ * The title of an ATX heading line (`## Title ##`), or null. Parsed without a backtracking regex:
+ * `/^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/` takes time quadratic in the line's length, and one
+ * uploaded line of blanks held the ingest worker's event loop for minutes.
+ */
+function atxTitle(line: string): string | null {
+  const open = /^ {0,3}#{1,6}[ \t]/.exec(line);
+  if (!open) return null;
+  let title = trimBlanks(line.slice(open[0].length));
+  let end = title.length;
+  while (end > 0 && title[end - 1] === '#') end--;
+  // A closing run of `#` counts only after a blank (a title of `#`s only is kept, as it was).
+  if (end > 0 && isBlank(title[end - 1])) title = trimBlanks(title.slice(0, end));
+  return title.trim() ? title : null;
+}
+
+const isBlank = (c: string | undefined) => c === ' ' || c === '\t';
+
+/** Spaces and tabs off both ends (only those, as `[ \t]` in the old pattern). */
+function trimBlanks(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isBlank(text[start])) start++;
+  while (end > start && isBlank(text[end - 1])) end--;
+  return text.slice(start, end);
 }
 
 /**

@@ -120,10 +120,13 @@ function multipartError(err: unknown, maxBytes: number): unknown {
       'Too many multipart fields: send `file` and `conversationId` only',
     );
   }
-  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_MULTIPART_INVALID_CONTENT_TYPE') {
-    return new DomainError('validation_failed', 'The multipart body is malformed');
-  }
-  return err;
+  if (err instanceof DomainError) return err;
+  // Anything else the parser throws (busboy: "Unexpected end of form", "Boundary not found", …)
+  // is the body's fault, not the server's.
+  return new DomainError(
+    'validation_failed',
+    `The multipart body is malformed${code ? '' : `: ${(err as Error)?.message ?? String(err)}`}`,
+  );
 }
 
 /** The name as the client sent it, without a path or control characters, at most 255 characters. */

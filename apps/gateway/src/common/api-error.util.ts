@@ -69,3 +69,12 @@ export function toApiError(err: unknown): ApiError {
   if (code === undefined || ERROR_STATUS[code] >= 500) return INTERNAL;
   return { status: ERROR_STATUS[code], body: { error: { code, message } } };
 }
+
+/**
+ * Fastify's own errors before any route runs (Fastify's `frameworkErrors`): a URL that does not
+ * decode (`%ff`, an encoded lone surrogate) or a path segment past its length limit. Answered as
+ * every other error, 400 `validation_failed`, instead of Fastify's own body.
+ */
+export function frameworkError(err: { message: string }): ApiError {
+  return toApiError(new DomainError('validation_failed', `The URL is not valid: ${err.message}`));
+}

@@ -29,17 +29,6 @@ export class TurnDispatchService implements OnApplicationShutdown {
     );
   }
 
-  /** The `compact` job of a manual compaction turn. */
-  compact(orgId: string, turnId: string): Promise<void> {
-    return this.safely(`enqueue compact ${turnId}`, () =>
-      this.queues.enqueue(
-        'compact',
-        { orgId, turnId, trigger: 'MANUAL', requestId: turnId },
-        { jobId: `compact:${turnId}:manual` },
-      ),
-    );
-  }
-
   /** Publishes in order, each after the previous one is in the stream. */
   publish(conversationId: string, events: PortalEvent[]): Promise<void> {
     return this.safely(`publish to conversation ${conversationId}`, async () => {

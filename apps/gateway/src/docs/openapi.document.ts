@@ -1,3 +1,4 @@
+import { ADMIN_PATHS } from '../admin/admin.openapi';
 import { ATTACHMENT_PATHS } from '../attachments/attachments.openapi';
 import { BLOCK_KINDS, EFFORT_LEVELS, ERROR_CODES, TURN_STATUSES } from '@portal/domain';
 import type { OpenApiDocument, Operation, Parameter, Response, Schema } from './openapi.types';
@@ -233,6 +234,7 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
   security: [{ apiKey: [] }],
   paths: {
     ...ATTACHMENT_PATHS,
+    ...ADMIN_PATHS,
     '/v1/me': { get: op('The caller', { responses: { 200: ok('The caller', ref('Me')), ...errors() } }) },
     '/v1/models': {
       get: op('The model catalogue, without keys or URLs', {

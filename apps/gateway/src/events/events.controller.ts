@@ -5,7 +5,7 @@ import { ConversationEvents } from '@portal/queue';
 import { Caller } from '../common/auth.decorator';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
-import { SseService, STREAM_ID } from './sse.service';
+import { isStreamId, SseService } from './sse.service';
 
 @Controller('v1/conversations')
 export class EventsController {
@@ -29,7 +29,7 @@ export class EventsController {
   ): Promise<void> {
     const conversation = await this.owned.conversation(caller, id);
     const lastEventId = header || query;
-    if (lastEventId && !STREAM_ID.test(lastEventId)) {
+    if (lastEventId && !isStreamId(lastEventId)) {
       throw new DomainError('validation_failed', `Last-Event-ID: "${lastEventId}" is not an event id`);
     }
     const afterId = lastEventId || (await this.events.lastId(conversation.id));

@@ -9,6 +9,17 @@ export const HEARTBEAT_MS = 15_000;
 /** A Redis stream id, which is also the SSE event id. */
 export const STREAM_ID = /^\d+-\d+$/;
 
+const MAX_U64 = 2n ** 64n - 1n;
+
+/**
+ * Whether Redis takes `id` as a stream id: `<ms>-<seq>`, each at most 2^64 - 1. A longer one
+ * passed STREAM_ID, and XREAD's error ended the stream right after its 200.
+ */
+export function isStreamId(id: string): boolean {
+  const parts = /^(\d{1,20})-(\d{1,20})$/.exec(id);
+  return parts !== null && BigInt(parts[1]) <= MAX_U64 && BigInt(parts[2]) <= MAX_U64;
+}
+
 /**
  * Streams a conversation's events as Server-Sent Events: headers at once, then every event after
  * `afterId` (the retained backlog first, then live ones), each with its stream id as `id:`.
@@ -34,6 +45,8 @@ export class SseService implements OnModuleDestroy {
       // The socket ends with the stream: it is never reused for another request.
       connection: 'close',
     });
+    // Headers at once (SPEC 9), also for HEAD, whose body writes are dropped and so never flush them.
+    res.flushHeaders();
     res.write(': connected\n\n');
 
     const abort = new AbortController();

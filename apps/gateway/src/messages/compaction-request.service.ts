@@ -1,62 +1,35 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { WindowRepository, type Conversation } from '@portal/dal';
-import { DomainError, type Effort, type Turn } from '@portal/domain';
+import { DataSource } from 'typeorm';
+import { CompactionRequests, type Conversation, type ManualCompactionInput } from '@portal/dal';
+import { ConversationEvents, QueueService } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
-import { TurnDispatchService } from '../core/turn-dispatch.service';
-import { TurnOpeningService } from './turn-opening.service';
-
-export interface CompactionRequest {
-  /** The conversation's open turn, if any. */
-  open: Turn | null;
-  /** `/compact` with its instructions, as typed. */
-  text: string;
-  attachmentIds: string[];
-  effort: Effort;
-  model: string;
-}
+import { MetricsService } from '../metrics/metrics.service';
 
 /**
- * A message that is `/compact` (SPEC 5.1 manual compaction): the refusals of SPEC 5.3, then a
- * compaction turn whose `compact` job the compaction worker runs.
+ * A message that is `/compact` (SPEC 5.1 manual compaction). `CompactionRequests` (@portal/dal)
+ * holds the refusals of SPEC 5.3 (`compact_refused`, naming the rule) and opens the compaction
+ * turn, publishes it and enqueues the `compact` job the compaction-worker runs.
  */
 @Injectable()
 export class CompactionRequestService {
+  private readonly requests: CompactionRequests;
+
   constructor(
-    @Inject(WindowRepository) private readonly windows: WindowRepository,
-    @Inject(TurnOpeningService) private readonly opener: TurnOpeningService,
-    @Inject(TurnDispatchService) private readonly dispatch: TurnDispatchService,
-  ) {}
+    @Inject(DataSource) dataSource: DataSource,
+    @Inject(QueueService) queues: QueueService,
+    @Inject(ConversationEvents) events: ConversationEvents,
+    @Inject(MetricsService) private readonly metrics: MetricsService,
+  ) {
+    this.requests = new CompactionRequests(dataSource, queues, events);
+  }
 
   async request(
     caller: Principal,
     conversation: Conversation,
-    request: CompactionRequest,
+    request: Omit<ManualCompactionInput, 'conversationId'>,
   ): Promise<{ turnId: string; kind: 'compaction' }> {
-    const refusal = await this.refusal(caller, conversation, request);
-    if (refusal) throw new DomainError('compact_refused', `/compact is refused: ${refusal}`);
-    const turn = await this.opener.open(
-      caller,
-      conversation,
-      { kind: 'compaction', text: request.text, effort: request.effort, model: request.model },
-      (turnId) => this.dispatch.compact(caller.orgId, turnId),
-    );
+    const { turn } = await this.requests.open(caller.orgId, { ...request, conversationId: conversation.id });
+    this.metrics.turnOpened(turn.kind);
     return { turnId: turn.id, kind: 'compaction' };
-  }
-
-  /** Which rule of SPEC 5.3 refuses the request, or null. */
-  private async refusal(caller: Principal, conversation: Conversation, request: CompactionRequest) {
-    if (request.open) return `the latest turn is ${request.open.status}`;
-    if (request.attachmentIds.length) return 'it cannot carry attachments';
-    if (!(await this.writtenSinceLastCompaction(caller.orgId, conversation.id))) {
-      return 'nothing has been written since the last compaction';
-    }
-    return null;
-  }
-
-  /** A regular turn after the turns the newest summary covers. */
-  private async writtenSinceLastCompaction(orgId: string, conversationId: string): Promise<boolean> {
-    const window = await this.windows.readWindow(orgId, conversationId, { turnsReplayed: 1 });
-    const latest = window.turns.at(-1)?.turn.n;
-    return latest !== undefined && latest > (window.summary?.block.coversTurns.to ?? 0);
   }
 }

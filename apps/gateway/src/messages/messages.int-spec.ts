@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
 import { QueueName } from '@portal/contracts';
 import { BlockRepository, SkillRepository, TraceRepository, TurnRepository } from '@portal/dal';
 import {
@@ -262,6 +263,76 @@ describe('a message while a turn is open', () => {
     },
   );
 
+  /**
+   * Sends `text` while this test holds the turn row's lock: once the request waits for the lock,
+   * `change` runs in the holding transaction, which then commits and lets the request go on.
+   */
+  async function sendWhileLocked(
+    conversationId: string,
+    turnId: string,
+    text: string,
+    change: (em: EntityManager) => Promise<unknown>,
+  ) {
+    const holder = gw.db.dataSource.createQueryRunner();
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await new TurnRepository(holder.manager).lockForUpdate('acme', turnId);
+      let answered = false;
+      const response = send(gw, conversationId, { text }).finally(() => (answered = true));
+      const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+      while (!answered && (await gw.db.dataSource.query(waiting))[0].n === 0) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await change(holder.manager);
+      await holder.commitTransaction();
+      return await response;
+    } finally {
+      await holder.release();
+    }
+  }
+
+  it('does not steer a turn that paused between the read and the append: 409 turn_paused', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId, 'first');
+    await setStatus(gw, turnId, 'running');
+
+    const res = await sendWhileLocked(conversationId, turnId, 'also this', async (em) => {
+      const blocks = new BlockRepository(em);
+      const message = await blocks.addMessage('acme', turnId, 'assistant');
+      await blocks.appendNext('acme', message!.id, [
+        { kind: 'clarification_request', callId: 'c1', question: 'Which year?', options: [], answer: null },
+      ]);
+      await new TurnRepository(em).updateStatus('acme', turnId, 'paused');
+    });
+
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('turn_paused');
+    const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('does not steer a turn that settled between the read and the append: a new turn opens', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId, 'first');
+    await setStatus(gw, turnId, 'running');
+
+    const res = await sendWhileLocked(conversationId, turnId, 'next question', (em) =>
+      new TurnRepository(em).updateStatus('acme', turnId, 'completed'),
+    );
+
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ turnId: expect.any(String), kind: 'turn' });
+    expect(res.body.turnId).not.toBe(turnId);
+    expect(await turns().get('acme', res.body.turnId)).toMatchObject({ n: 2, status: 'queued' });
+    const blocks = new BlockRepository(gw.db.dataSource);
+    expect((await blocks.listTurnMessages('acme', turnId)).map((m) => m.role)).toEqual(['user']);
+    expect((await blocks.listTurnMessages('acme', res.body.turnId))[0].blocks).toEqual([
+      expect.objectContaining({ text: 'next question', steering: false }),
+    ]);
+  });
+
   it('refuses a plain message while the turn is paused with 409 turn_paused, recording nothing', async () => {
     const conversationId = await newConversation(gw);
     const turnId = await openTurn(gw, conversationId);
@@ -305,11 +376,23 @@ describe('/compact', () => {
     const conversationId = await newConversation(gw);
     const first = await openTurn(gw, conversationId);
     await setStatus(gw, first, 'completed');
+    const sse = await openSse(gw, conversationId);
 
     const res = await send(gw, conversationId, { text: '/compact keep every figure', effort: 'low' });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ turnId: expect.any(String), kind: 'compaction' });
     const turnId = res.body.turnId;
+    const events = (await sse.take(3)).map((e) => e.data);
+    sse.close();
+    expect(events).toEqual([
+      { type: 'turn_started', turnId },
+      {
+        type: 'block_finished',
+        turnId,
+        block: expect.objectContaining({ text: '/compact keep every figure' }),
+      },
+      { type: 'turn_state', turnId, status: 'queued' },
+    ]);
     expect(await turns().get('acme', turnId)).toMatchObject({
       kind: 'compaction',
       status: 'queued',
@@ -320,7 +403,7 @@ describe('/compact', () => {
     });
     expect(await job(gw, QueueName.Compactions, `compact:${turnId}:manual`)).toEqual({
       name: 'compact',
-      data: { orgId: 'acme', turnId, trigger: 'MANUAL', requestId: turnId },
+      data: { orgId: 'acme', turnId, trigger: 'MANUAL', requestId: 'manual' },
     });
 
     // The compaction worker writes the summary and settles the turn.

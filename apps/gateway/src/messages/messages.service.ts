@@ -18,7 +18,7 @@ import { MessageChecksService } from './message-checks.service';
 import type { PostMessage, PostMessageResult } from './message.schemas';
 import { TurnOpeningService } from './turn-opening.service';
 
-/** The open turn changed between reading it and writing: read again and decide again. */
+/** Another writer took the message position: read again and decide again. */
 class RaceLost extends Error {}
 
 const ATTEMPTS = 3;
@@ -57,14 +57,10 @@ export class MessagesService {
     body: PostMessage,
   ): Promise<PostMessageResult> {
     const parsed = parseLeadingSlugs(body.text);
-    const open = await this.turns.getActive(caller.orgId, conversation.id);
-    if (open && !parsed.isCompact) {
-      if (open.status === 'paused') {
-        throw new DomainError('turn_paused', `Turn ${open.n} is waiting for an answer to its request`, {
-          turnId: open.id,
-        });
-      }
-      return this.steer(caller, conversation, open, body);
+    if (!parsed.isCompact) {
+      const open = await this.turns.getActive(caller.orgId, conversation.id);
+      const steered = open ? await this.steer(caller, conversation, open, body) : null;
+      if (steered) return steered;
     }
 
     const agent = await this.agents.get(caller.orgId, conversation.agentId);
@@ -76,7 +72,6 @@ export class MessagesService {
 
     if (parsed.isCompact) {
       return this.compaction.request(caller, conversation, {
-        open,
         text: body.text,
         attachmentIds: body.attachmentIds,
         effort,
@@ -104,22 +99,29 @@ export class MessagesService {
   }
 
   /**
-   * Turn protocol step 3: a new user message of the queued or running turn holding one steering
-   * text block. The turn row stays locked until it commits, so the turn cannot settle in between.
+   * Turn protocol step 3, decided under the turn row's lock in the transaction that appends, so the
+   * turn cannot pause or settle in between: a queued or running turn gets a new user message
+   * holding one steering text block; a paused one refuses with `turn_paused`; a settled one is not
+   * steered (null: the message opens a new turn).
    */
   private async steer(
     caller: Principal,
     conversation: Conversation,
     open: Turn,
     body: PostMessage,
-  ): Promise<PostMessageResult> {
-    const manifests = await this.checks.attachmentsOf(caller, conversation.id, body.attachmentIds);
-    this.checks.vision(open.model, manifests);
+  ): Promise<PostMessageResult | null> {
     const block = await this.dataSource.transaction(async (em) => {
-      const locked = await new TurnRepository(em).lockForUpdate(caller.orgId, open.id);
-      if (locked?.turn.status !== 'queued' && locked?.turn.status !== 'running') throw new RaceLost();
+      const turn = (await new TurnRepository(em).lockForUpdate(caller.orgId, open.id))?.turn;
+      if (turn?.status === 'paused') {
+        throw new DomainError('turn_paused', `Turn ${turn.n} is waiting for an answer to its request`, {
+          turnId: turn.id,
+        });
+      }
+      if (turn?.status !== 'queued' && turn?.status !== 'running') return null;
+      const manifests = await this.checks.attachmentsOf(caller, conversation.id, body.attachmentIds);
+      this.checks.vision(turn.model, manifests);
       const blocks = new BlockRepository(em);
-      const message = await blocks.addMessage(caller.orgId, open.id, 'user', {
+      const message = await blocks.addMessage(caller.orgId, turn.id, 'user', {
         attachmentIds: body.attachmentIds,
       });
       if (!message) throw new RaceLost();
@@ -128,6 +130,7 @@ export class MessagesService {
       ]);
       return steering;
     });
+    if (!block) return null;
     await this.dispatch.publish(conversation.id, [{ type: 'block_finished', turnId: open.id, block }]);
     return { turnId: open.id, steered: true };
   }

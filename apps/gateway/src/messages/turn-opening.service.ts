@@ -8,7 +8,7 @@ import { MetricsService } from '../metrics/metrics.service';
 
 /**
  * Turn protocol step 1: the queued turn, the person's message and the SKILL_SELECT trace entry in
- * one transaction; then the job, then the events.
+ * one transaction; then the events, then the job.
  */
 @Injectable()
 export class TurnOpeningService {
@@ -39,12 +39,14 @@ export class TurnOpeningService {
       return created;
     });
     this.metrics.turnOpened(turn.kind);
-    await enqueue(turn.id);
+    // Published before the job exists: a worker that picks it up at once publishes `running`
+    // after `turn_started` and `queued`, never before them.
     await this.dispatch.publish(conversation.id, [
       { type: 'turn_started', turnId: turn.id },
       { type: 'block_finished', turnId: turn.id, block: message.blocks[0] },
       { type: 'turn_state', turnId: turn.id, status: 'queued' },
     ]);
+    await enqueue(turn.id);
     return turn;
   }
 }

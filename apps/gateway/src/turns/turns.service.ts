@@ -78,11 +78,12 @@ export class TurnsService {
       await turns.updateStatus(caller.orgId, turn.id, 'running', { from: ['paused'] });
       return updated!;
     });
-    await this.dispatch.runTurn(caller.orgId, turn.id, `answer-${blockId}`);
+    // The events before the job, so the worker's events of the resumed turn come after them.
     await this.dispatch.publish(turn.conversationId, [
       { type: 'block_finished', turnId: turn.id, block: stored },
       { type: 'turn_state', turnId: turn.id, status: 'running' },
     ]);
+    await this.dispatch.runTurn(caller.orgId, turn.id, `answer-${blockId}`);
     return { turnId: turn.id, status: 'running' };
   }
 

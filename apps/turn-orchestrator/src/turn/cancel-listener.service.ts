@@ -1,12 +1,8 @@
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import IORedis, { type Redis } from 'ioredis';
+import { cancelChannel } from '@portal/contracts';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
-
-/** The Redis channel on which the gateway publishes the id of a turn to cut off (turn protocol 6). */
-export function cancelChannel(prefix: string): string {
-  return `${prefix}:cancel`;
-}
 
 /** Subscribes once per process and tells the runs of a turn when its cancel is published. */
 @Injectable()

@@ -12,6 +12,7 @@ import {
   type ModelToolCall,
   type StreamResult,
 } from '@portal/model';
+import { observeModelCall, PortalMetrics } from '@portal/queue';
 import { RetryPolicy } from './retry-policy.service';
 import { TurnStore } from './turn-store.service';
 import type { CallBlockIds } from './turn-steps.util';
@@ -47,6 +48,7 @@ export class ModelCaller {
     @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
     @Inject(RetryPolicy) private readonly retry: RetryPolicy,
     @Inject(TurnStore) private readonly store: TurnStore,
+    @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
   ) {}
 
   async call(
@@ -58,7 +60,8 @@ export class ModelCaller {
     for (let attempt = 0; ; attempt++) {
       const stream = new PublishedStream(turn, this.store);
       try {
-        for await (const event of this.models.streamChat(model, request, opts)) {
+        const events = this.models.streamChat(model, request, opts);
+        for await (const event of observeModelCall(this.metrics, { model: model.id, kind: 'turn' }, events)) {
           if (event.type === 'done') {
             await stream.flushed();
             return { kind: 'answered', result: event.result, ids: stream.ids };

@@ -3,6 +3,7 @@ import { BlockRepository, ConversationRepository, UsageRepository } from '@porta
 import type { Message, Turn } from '@portal/domain';
 import { findModel, ModelClientFactory, priceUsage, type StreamResult } from '@portal/model';
 import { cleanTitle, titlePrompt } from '@portal/prompt';
+import { observeModelCall, PortalMetrics } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { TurnStore } from './turn-store.service';
@@ -23,6 +24,7 @@ export class TitleService {
     @Inject(BlockRepository) private readonly blocks: BlockRepository,
     @Inject(UsageRepository) private readonly usage: UsageRepository,
     @Inject(TurnStore) private readonly store: TurnStore,
+    @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
   ) {}
 
   async afterSettle(orgId: string, turn: Turn, signal?: AbortSignal): Promise<void> {
@@ -34,7 +36,12 @@ export class TitleService {
       const messages = await this.blocks.listTurnMessages(orgId, turn.id);
       const request = titlePrompt({ request: firstText(messages), answer: answerText(messages) });
       let result: StreamResult | null = null;
-      for await (const event of this.models.streamChat(model, { messages: request }, { signal })) {
+      const events = this.models.streamChat(model, { messages: request }, { signal });
+      for await (const event of observeModelCall(
+        this.metrics,
+        { model: model.id, kind: 'summary' },
+        events,
+      )) {
         if (event.type === 'done') result = event.result;
       }
       if (result?.usage) {

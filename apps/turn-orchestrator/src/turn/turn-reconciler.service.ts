@@ -6,21 +6,22 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { QueueName } from '@portal/contracts';
-import { TurnRepository } from '@portal/dal';
+import { compactionJobId, MANUAL_REQUEST_ID, TurnRepository } from '@portal/dal';
 import { QueueService } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 
 /** Stranded turns looked at per round. */
 const BATCH = 100;
-/** Jobs of the turns queue read per round to tell which turns have one (live jobs are few). */
+/** Jobs of a queue read per round to tell which turns have one. */
 const LIVE_JOBS_SCANNED = 10_000;
 
 /**
  * Turn protocol 8: every RECONCILE_INTERVAL_MS, re-enqueues turns that are `queued`, or `running`
  * with a lapsed or released lease, and have no waiting, delayed or active job (Redis lost its
- * data, or a job ran out of attempts). Idempotent: a turn gets one recovery job at a time, and a
- * job for a turn someone runs does nothing.
+ * data, or a job ran out of attempts): `run-turn` for a turn, `compact` MANUAL for a `/compact`
+ * turn. Idempotent: a turn gets one recovery job at a time, and a job for a turn someone runs
+ * does nothing.
  */
 @Injectable()
 export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
@@ -54,29 +55,43 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
       limit: BATCH,
     });
     if (!stranded.length) return [];
-    const queue = this.queues.queue(QueueName.Turns);
-    const live = await queue.getJobs(
-      ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'],
-      0,
-      LIVE_JOBS_SCANNED - 1,
-    );
-    const busy = new Set(live.map((job) => (job?.data as { turnId?: string } | undefined)?.turnId));
+    const busy = {
+      [QueueName.Turns]: await this.liveTurnIds(QueueName.Turns),
+      [QueueName.Compactions]: await this.liveTurnIds(QueueName.Compactions),
+    };
     const enqueued: string[] = [];
     for (const { orgId, turnId } of stranded) {
-      if (busy.has(turnId)) continue;
-      const jobId = `run-turn:${turnId}:recover`;
+      const turn = await this.turns.get(orgId, turnId);
+      if (!turn) continue;
+      const compaction = turn.kind === 'compaction';
+      const queue = compaction ? QueueName.Compactions : QueueName.Turns;
+      if (busy[queue].has(turnId)) continue;
+      const jobId = compaction ? compactionJobId(turnId, MANUAL_REQUEST_ID) : `run-turn:${turnId}:recover`;
       // A finished job keeps its id (removeOnComplete keeps the last ones): BullMQ would ignore the add.
-      const previous = await queue.getJob(jobId);
+      const previous = await this.queues.queue(queue).getJob(jobId);
       if (previous) {
         if (!['completed', 'failed'].includes(await previous.getState())) continue;
         await previous.remove();
       }
-      await this.queues.enqueue('run-turn', { orgId, turnId }, { jobId });
+      if (compaction) {
+        const data = { orgId, turnId, trigger: 'MANUAL', requestId: MANUAL_REQUEST_ID } as const;
+        await this.queues.enqueue('compact', data, { jobId });
+      } else {
+        await this.queues.enqueue('run-turn', { orgId, turnId }, { jobId });
+      }
       enqueued.push(turnId);
     }
     if (enqueued.length)
       this.logger.warn(`re-enqueued ${enqueued.length} stranded turn(s): ${enqueued.join(', ')}`);
     return enqueued;
+  }
+
+  /** The turns with a waiting, delayed or active job in `queue` (live jobs are few). */
+  private async liveTurnIds(queue: QueueName.Turns | QueueName.Compactions): Promise<Set<string>> {
+    const live = await this.queues
+      .queue(queue)
+      .getJobs(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'], 0, LIVE_JOBS_SCANNED - 1);
+    return new Set(live.flatMap((job) => (job?.data as { turnId?: string } | undefined)?.turnId ?? []));
   }
 
   private async round(): Promise<void> {

@@ -2,7 +2,7 @@ import { QueueName } from '@portal/contracts';
 import { TurnEntity, TurnRepository } from '@portal/dal';
 import { checkTurn, type TextBlock } from '@portal/domain';
 import { QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
-import { fakeContextOverflow, fakeError } from '@portal/testing';
+import { fakeError } from '@portal/testing';
 import { ORG, startHarness, type Harness } from '../../test/turn.harness';
 import { TurnHandedBackError } from './turn-runner.service';
 import { TurnReconciler } from './turn-reconciler.service';
@@ -67,16 +67,12 @@ describe('model errors', () => {
     expect((await h.turn(turnId))!.status).toBe('completed');
   });
 
-  it('does not retry a request the provider refuses, and a context overflow fails with its reason', async () => {
+  // A context overflow compacts: turn-compaction.int-spec.ts.
+  it('does not retry a request the provider refuses', async () => {
     const refused = await h.openTurn();
     h.fake.enqueue(fakeError(401, 'Bad key'));
     await h.run(refused.turnId);
     expect((await h.turn(refused.turnId))!.error).toBe('model_error: HTTP 401: 401 Bad key');
-
-    const overflow = await h.openTurn();
-    h.fake.enqueue(fakeContextOverflow());
-    await h.run(overflow.turnId);
-    expect(await h.turn(overflow.turnId)).toMatchObject({ status: 'failed', error: 'context_overflow' });
   });
 });
 

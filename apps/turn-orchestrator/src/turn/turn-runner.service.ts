@@ -17,7 +17,8 @@ import {
   type ToolUseBlock,
 } from '@portal/domain';
 import { priceUsage, type ChatRequest } from '@portal/model';
-import { assemblePrompt } from '@portal/prompt';
+import { assemblePrompt, type AssembledPrompt } from '@portal/prompt';
+import { addLogContext } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { parseToolArguments } from '../tools/tool-args.util';
@@ -31,7 +32,7 @@ import {
 } from '../tools/tool.types';
 import { CancelListener } from './cancel-listener.service';
 import { CompactionGate } from './compaction-gate.service';
-import { ModelCaller } from './model-call.service';
+import { ModelCaller, type CallOutcome } from './model-call.service';
 import { TitleService } from './title.service';
 import { LeaseLostError, TurnStore, type HeldTurn } from './turn-store.service';
 import { callBlocks, countCalls, nextStep, usedCallIds, type BlockDraft } from './turn-steps.util';
@@ -83,6 +84,7 @@ export class TurnRunner {
     const found = await this.turns.get(orgId, turnId);
     // A compaction turn (`/compact`) is the compaction worker's.
     if (!found || found.kind !== 'turn' || isTerminal(found.status)) return;
+    addLogContext({ conversationId: found.conversationId });
     if (found.status === 'paused') {
       // Nothing runs a paused turn; a cancel job settles it (a no-op without a cancel request).
       await this.store.cutOffPaused(orgId, turnId);
@@ -91,7 +93,7 @@ export class TurnRunner {
     const owner = `${this.config.workerId}/${randomUUID()}`;
     const turn = await this.turns.claim(orgId, turnId, owner, this.config.leaseMs);
     if (!turn) return;
-    const held: HeldTurn = { orgId, turn, owner };
+    const held: HeldTurn = { orgId, turn, owner, claimedAt: Date.now() };
     if (found.status === 'queued')
       await this.store.publish(turn, { type: 'turn_state', turnId, status: 'running' });
 
@@ -150,7 +152,11 @@ export class TurnRunner {
     }
   }
 
-  /** One model call; its blocks, usage and context size recorded together. Null: the loop goes on. */
+  /**
+   * One model call; its blocks, usage and context size recorded together. Compaction (SPEC 5.1):
+   * before the call when it is due, and after a context overflow, which retries the call once.
+   * Null: the loop goes on.
+   */
   private async callModel(
     held: HeldTurn,
     input: TurnPromptInput,
@@ -158,17 +164,19 @@ export class TurnRunner {
     signal: AbortSignal,
   ): Promise<Settled | null> {
     if (countCalls(input.messages) >= this.config.limits.MAX_CALLS_PER_TURN) {
-      await this.store.transition(held, 'failed', { error: 'max_calls_reached' });
-      return 'settled';
+      return this.fail(held, 'max_calls_reached');
     }
-    const prompt = assemblePrompt(input.assemble);
-    await this.gate.beforeCall(input, prompt);
-    // Our chat types are structurally the SDK's; the cast only names them.
-    const request = { messages: prompt.messages, tools: prompt.tools } as ChatRequest;
-    const outcome = await this.caller.call(input.turn, input.model, request, {
-      effort: input.turn.effort,
-      signal,
-    });
+    let prompt = assemblePrompt(input.assemble);
+    if (await this.gate.beforeCall(held, input, prompt, signal))
+      ({ input, prompt } = await this.reassemble(held));
+    let outcome = await this.send(input, prompt, signal);
+    if (outcome.kind === 'overflow') {
+      const failed = await this.gate.onOverflow(held, input, signal);
+      if (failed !== null) return this.fail(held, failed);
+      ({ input, prompt } = await this.reassemble(held));
+      outcome = await this.send(input, prompt, signal);
+      if (outcome.kind === 'overflow') return this.fail(held, 'context_overflow_after_compaction');
+    }
     const used = usedCallIds(input.messages);
     switch (outcome.kind) {
       case 'answered': {
@@ -194,15 +202,26 @@ export class TurnRunner {
           messageId,
         });
         return 'settled';
-      case 'overflow': {
-        const { error } = await this.gate.onOverflow(input);
-        await this.store.transition(held, 'failed', { error });
-        return 'settled';
-      }
       case 'failed':
-        await this.store.transition(held, 'failed', { error: outcome.error });
-        return 'settled';
+        return this.fail(held, outcome.error);
     }
+  }
+
+  /** The turn as stored now (a compaction block added) and its prompt. */
+  private async reassemble(held: HeldTurn): Promise<{ input: TurnPromptInput; prompt: AssembledPrompt }> {
+    const input = await this.loader.load(held.orgId, held.turn.id, this.promptOptions);
+    return { input, prompt: assemblePrompt(input.assemble) };
+  }
+
+  private send(input: TurnPromptInput, prompt: AssembledPrompt, signal: AbortSignal): Promise<CallOutcome> {
+    // Our chat types are structurally the SDK's; the cast only names them.
+    const request = { messages: prompt.messages, tools: prompt.tools } as ChatRequest;
+    return this.caller.call(input.turn, input.model, request, { effort: input.turn.effort, signal });
+  }
+
+  private async fail(held: HeldTurn, error: string): Promise<Settled> {
+    await this.store.transition(held, 'failed', { error });
+    return 'settled';
   }
 
   /**

@@ -13,7 +13,7 @@ import {
   type TurnStatus,
   type TurnTranscript,
 } from '@portal/domain';
-import { ConversationEvents } from '@portal/queue';
+import { ConversationEvents, PortalMetrics } from '@portal/queue';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { BlockDraft } from './turn-steps.util';
 
@@ -22,6 +22,8 @@ export interface HeldTurn {
   orgId: string;
   turn: Turn;
   owner: string;
+  /** When this run claimed the turn (ms), for `portal_turn_duration_seconds`. */
+  claimedAt?: number;
 }
 
 /** The worker no longer holds the turn (its lease lapsed and another worker took it, or it settled). */
@@ -53,6 +55,7 @@ export class TurnStore {
   constructor(
     @Inject(DataSource) private readonly dataSource: DataSource,
     @Inject(ConversationEvents) private readonly events: ConversationEvents,
+    @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
   ) {}
 
   async publish(turn: Pick<Turn, 'conversationId'>, event: PortalEvent): Promise<void> {
@@ -116,6 +119,7 @@ export class TurnStore {
       return { blocks };
     });
     if (outcome === 'steered') return outcome;
+    this.observeSettled(held, status);
     await this.publishBlocks(turn, outcome.blocks);
     await this.publishStatus(turn, status, opts.error);
     return 'done';
@@ -132,7 +136,10 @@ export class TurnStore {
         from: ['running'],
       },
     );
-    if (failed) await this.publishStatus(held.turn, 'failed', error);
+    if (failed) {
+      this.observeSettled(held, 'failed');
+      await this.publishStatus(held.turn, 'failed', error);
+    }
   }
 
   /**
@@ -165,9 +172,19 @@ export class TurnStore {
       return { turn: locked.turn, answered };
     });
     if (!done) return false;
+    this.metrics.turns.inc({ status: 'cut_off' });
     if (done.answered) await this.publishBlocks(done.turn, [done.answered]);
     await this.publishStatus(done.turn, 'cut_off');
     return true;
+  }
+
+  /** `portal_turns_total` and, for a settled status, `portal_turn_duration_seconds`. */
+  private observeSettled(held: HeldTurn, status: TurnStatus): void {
+    if (!isTerminal(status)) return;
+    this.metrics.turns.inc({ status });
+    if (held.claimedAt !== undefined) {
+      this.metrics.turnDuration.observe({ status }, (Date.now() - held.claimedAt) / 1000);
+    }
   }
 
   private async withHeld<T>(held: HeldTurn, fn: (tx: Tx) => Promise<T>): Promise<T> {

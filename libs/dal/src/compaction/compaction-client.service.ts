@@ -16,15 +16,15 @@ export interface CompactionClientOptions {
   timeoutMs?: number;
 }
 
-/** An AUTO compaction did not produce a summary; the message says why. */
+/** An AUTO compaction did not produce a summary; `reason` says why. */
 export class CompactionError extends Error {
   override name = 'CompactionError';
 
   constructor(
     readonly turnId: string,
-    message: string,
+    readonly reason: string,
   ) {
-    super(message);
+    super(`Compaction of turn ${turnId} failed: ${reason}`);
   }
 }
 
@@ -46,23 +46,24 @@ export class CompactionClient {
   /**
    * `requestId` names the compaction (letters, digits, `_`, `-`): asking again with the same id
    * (e.g. a retried orchestrator job) gets the same job and the same block, never a second one.
+   * `signal` stops the wait (the worker may still write its block).
    */
   async compact(
     orgId: string,
     turnId: string,
-    opts: { requestId?: string; timeoutMs?: number } = {},
+    opts: { requestId?: string; timeoutMs?: number; signal?: AbortSignal } = {},
   ): Promise<CompactionBlock> {
     const requestId = opts.requestId ?? randomUUID();
     const data: JobData<'compact'> = { orgId, turnId, trigger: 'AUTO', requestId };
     const timeoutMs = opts.timeoutMs ?? this.options.timeoutMs ?? 5 * 60_000;
-    const fail = (why: string) => new CompactionError(turnId, `Compaction of turn ${turnId} failed: ${why}`);
+    const fail = (why: string) => new CompactionError(turnId, why);
     try {
       const { queueEvents } = await this.queueEvents();
       const job = await this.queues
         .queue(QueueName.Compactions)
         .add('compact', data, { jobId: compactionJobId(turnId, requestId) });
       try {
-        await job.waitUntilFinished(queueEvents, timeoutMs);
+        await untilAborted(job.waitUntilFinished(queueEvents, timeoutMs), opts.signal);
       } catch (err) {
         // So that asking again with the same id runs again. A job still running cannot be
         // removed and may yet write its block, which the turn then holds where it was written.
@@ -102,4 +103,15 @@ export class CompactionClient {
     }
     return this.events;
   }
+}
+
+/** `work`, or a rejection as soon as `signal` aborts. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error('the wait was aborted'));
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

@@ -7,6 +7,12 @@ export function isCompactionRequestId(requestId: string): boolean {
   return REQUEST_ID.test(requestId);
 }
 
+/**
+ * The request id of a manual compaction: one per `/compact` turn, so whoever enqueues it again (the
+ * orchestrator's reconciler) gets the same job and the same block.
+ */
+export const MANUAL_REQUEST_ID = 'manual';
+
 /** `compact:<turnId>:<requestId>`: enqueueing the same request twice makes one job. */
 export function compactionJobId(turnId: string, requestId: string): string {
   if (!isCompactionRequestId(requestId)) {

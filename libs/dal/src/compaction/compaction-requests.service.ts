@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { DomainError, type Effort, type Message, type TextBlock, type Turn } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import type { ConversationEvents, QueueService } from '@portal/queue';
 import { type Db } from '../db.util';
 import { DalError } from '../errors';
 import { TurnRepository } from '../repositories/turn.repository';
-import { compactionJobId, isCompactionRequestId } from './compaction-ids.util';
+import { compactionJobId, MANUAL_REQUEST_ID } from './compaction-ids.util';
 import { CompactionRepository } from './compaction.repository';
 
 export interface ManualCompactionInput {
@@ -17,8 +16,6 @@ export interface ManualCompactionInput {
   effort: Effort;
   /** The turn's model (the agent's): the summary runs on it and is priced at it. */
   model: string;
-  /** Names the request (letters, digits, `_`, `-`); a new one when absent. Same id, same job. */
-  requestId?: string;
 }
 
 export interface OpenedCompaction {
@@ -70,10 +67,6 @@ export class CompactionRequests {
     if (!parseLeadingSlugs(input.text).isCompact) {
       throw new DomainError('validation_failed', 'Not a /compact message');
     }
-    const requestId = input.requestId ?? randomUUID();
-    if (!isCompactionRequestId(requestId)) {
-      throw new DomainError('validation_failed', 'requestId must be letters, digits, "_" or "-"');
-    }
     await this.check(orgId, input);
     let created: Awaited<ReturnType<TurnRepository['createWithUserMessage']>>;
     try {
@@ -106,6 +99,7 @@ export class CompactionRequests {
         status: 'queued',
       });
     }
+    const requestId = MANUAL_REQUEST_ID;
     const jobId = compactionJobId(turn.id, requestId);
     await this.queues.enqueue('compact', { orgId, turnId: turn.id, trigger: 'MANUAL', requestId }, { jobId });
     return { turn, message, requestId, jobId };

@@ -32,6 +32,8 @@ export interface RunningPortal {
   /** Everything each service printed, for assertions and for debugging a failing test. */
   logs: Record<PortalApp, string[]>;
   healthURL(app: PortalApp): string;
+  /** The service's process id while it runs (e.g. to read /proc/<pid>/status); undefined once it exited. */
+  pid(app: PortalApp): number | undefined;
   start(app: PortalApp): Promise<void>;
   /** Sends a signal to a service and waits for it to exit. */
   kill(app: PortalApp, signal?: NodeJS.Signals): Promise<void>;
@@ -92,6 +94,9 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
     PORTAL_PREFIX: prefix,
     PORT: String(ports.gateway),
     HOST: '127.0.0.1',
+    // Functional suites poll and stream far above a person's pace: the per-key rate limit
+    // (RATE_LIMIT_PER_MINUTE, default 600) stays on but out of their way; its own suite lowers it.
+    RATE_LIMIT_PER_MINUTE: '1000000',
     ...options.env,
   };
   if (options.models) {
@@ -154,6 +159,10 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
     env,
     logs,
     healthURL,
+    pid: (app) => {
+      const child = children.get(app);
+      return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
+    },
     start,
     kill,
     stop,

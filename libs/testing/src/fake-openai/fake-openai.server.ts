@@ -58,7 +58,7 @@ export interface FakeRequest {
   path: string;
   headers: IncomingHttpHeaders;
   /** Parsed JSON, or the raw text when it was not JSON. */
-   
+
   body: any;
 }
 

@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { NestFactory } from '@nestjs/core';
+import type { INestApplicationContext } from '@nestjs/common';
+import IORedis from 'ioredis';
+import { QueueName } from '@portal/contracts';
+import { AttachmentRepository, OrgRepository, UserRepository, detectAttachmentType } from '@portal/dal';
+import { createLogger, NestPinoLogger, PortalMetrics, QueueService, WorkerHost } from '@portal/queue';
+import { captureLogs, createTestDatabase, type TestDatabase } from '@portal/testing';
+import { AppModule } from './app.module';
+import { readConfig } from './config';
+
+const ORG = 'acme';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `test-ingest-obs-${randomBytes(4).toString('hex')}`;
+/** A document's words: stored as its pages, never logged. */
+const DOCUMENT_TEXT = 'Confidential: the Oslo plant closes in March, 212 jobs affected.';
+
+let db: TestDatabase;
+let app: INestApplicationContext;
+let attachments: AttachmentRepository;
+const logs = captureLogs();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  attachments = new AttachmentRepository(db.dataSource);
+  await new OrgRepository(db.dataSource).upsert(ORG);
+  await new UserRepository(db.dataSource).upsert(ORG, 'alice', 'member');
+  const config = readConfig({ DATABASE_URL: db.url, REDIS_URL: redisUrl, PORTAL_PREFIX: prefix });
+  app = await NestFactory.createApplicationContext(AppModule.forRoot(config), {
+    logger: new NestPinoLogger(createLogger({ name: 'attachment-ingest', destination: logs.destination })),
+  });
+  app.get(WorkerHost).start([QueueName.Attachments]);
+});
+afterAll(async () => {
+  await app?.get(QueueService).close();
+  await app?.close();
+  const redis = new IORedis(redisUrl);
+  const keys = await redis.keys(`*${prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+  await db?.drop();
+});
+
+async function ingest(bytes: Buffer, filename: string): Promise<string> {
+  const type = detectAttachmentType(bytes);
+  if (!type.ok) throw new Error(type.reason);
+  const created = await attachments.create(ORG, {
+    userId: 'alice',
+    conversationId: null,
+    kind: type.kind,
+    filename,
+    mimeType: type.mimeType,
+    byteSize: bytes.length,
+    sha256: randomBytes(8).toString('hex'),
+    original: bytes,
+  });
+  const id = created!.id;
+  await app.get(QueueService).enqueue('ingest-attachment', { orgId: ORG, attachmentId: id });
+  for (let i = 0; i < 200; i++) {
+    const status = (await attachments.getManifest(ORG, id))?.status;
+    if (status === 'finished' || status === 'failed') break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  for (let i = 0; i < 40 && !logs.lines().some((l) => l.attachmentId === id && l.context === 'Queue'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return id;
+}
+
+describe('ingesting a document from the queue', () => {
+  it('logs JSON lines with the org and attachment, never the text; counts duration and failures', async () => {
+    const id = await ingest(Buffer.from(DOCUMENT_TEXT), 'plant.txt');
+    expect(await attachments.getManifest(ORG, id)).toMatchObject({ status: 'finished' });
+    expect(await attachments.getPage(ORG, id, 1)).toBe(DOCUMENT_TEXT);
+    const broken = await ingest(Buffer.from('%PDF-1.7\nnot really a pdf'), 'broken.pdf');
+    expect(await attachments.getManifest(ORG, broken)).toMatchObject({ status: 'failed' });
+
+    const lines = logs.lines();
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        name: 'attachment-ingest',
+        msg: 'ingest-attachment completed',
+        orgId: ORG,
+        attachmentId: id,
+        queue: 'attachments',
+      }),
+    );
+    const all = logs.raw.join('\n');
+    expect(all).not.toContain('Oslo');
+    expect(all).not.toContain('212 jobs');
+
+    const text = await app.get(PortalMetrics).registry.metrics();
+    expect(text).toContain('portal_ingest_duration_seconds_count{kind="document"} 1');
+    expect(text).toContain('portal_ingest_failures_total{kind="document"} 1');
+    expect(text).toMatch(/portal_job_duration_seconds_count\{queue="attachments",outcome="completed"\} 2/);
+  });
+});

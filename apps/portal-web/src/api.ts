@@ -1,0 +1,155 @@
+import type { AttachmentManifest, Block, TurnStatus } from '@portal/domain';
+
+/** What the client reads of the gateway's API (API.md), as JSON. */
+export type Effort = 'low' | 'medium' | 'high';
+export const EFFORTS: readonly Effort[] = ['low', 'medium', 'high'];
+
+export interface Me {
+  userId: string;
+  orgId: string;
+  role: string;
+}
+
+export interface AgentView {
+  id: string;
+  name: string;
+  model: string;
+  effort: Effort;
+  /** Bound skills (slugs, or ids). */
+  skills: string[];
+}
+
+export interface SkillView {
+  id: string;
+  slug: string;
+  name: string;
+  description: string;
+  status: 'active' | 'inactive';
+  published: boolean;
+}
+
+export interface ModelView {
+  id: string;
+  reasoning: boolean;
+  effortLevels: Effort[];
+}
+
+export interface ConversationSummary {
+  id: string;
+  agentId: string;
+  title: string | null;
+  updatedAt: string;
+}
+
+export interface TurnView {
+  id: string;
+  n: number;
+  kind: 'turn' | 'compaction';
+  status: TurnStatus;
+  effort: Effort | null;
+  error?: string | null;
+}
+
+export interface ConversationView {
+  id: string;
+  agentId: string;
+  title: string | null;
+  turns: TurnView[];
+}
+
+export interface MessageView {
+  id: string;
+  turnId: string;
+  role: 'user' | 'assistant';
+  attachmentIds?: string[];
+  blocks: Block[];
+}
+
+/** GET /v1/attachments/:id (API.md): the domain's manifest as it is. */
+export type { AttachmentManifest };
+
+export type PostMessageResult = { turnId: string; kind?: 'turn' | 'compaction'; steered?: true };
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class Api {
+  /** Called once a request answers 401: the key is no longer good. */
+  onUnauthorized: () => void = () => undefined;
+
+  constructor(readonly apiKey: string) {}
+
+  get authorization(): string {
+    return `Bearer ${this.apiKey}`;
+  }
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: this.authorization };
+    let payload: BodyInit | undefined;
+    if (body instanceof FormData) payload = body;
+    else if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      payload = JSON.stringify(body);
+    }
+    const res = await fetch(path, { method, headers, body: payload, cache: 'no-store' });
+    const text = await res.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = null;
+    }
+    if (!res.ok) {
+      const error = (json as { error?: { code?: string; message?: string } } | null)?.error;
+      if (res.status === 401) this.onUnauthorized();
+      throw new ApiError(res.status, error?.code ?? `http_${res.status}`, error?.message ?? res.statusText);
+    }
+    return json as T;
+  }
+
+  get<T>(path: string): Promise<T> {
+    return this.request<T>('GET', path);
+  }
+
+  post<T>(path: string, body: unknown = {}): Promise<T> {
+    return this.request<T>('POST', path, body);
+  }
+
+  me = () => this.get<Me>('/v1/me');
+  agents = () => this.get<AgentView[]>('/v1/agents');
+  agent = (id: string) => this.get<AgentView>(`/v1/agents/${encodeURIComponent(id)}`);
+  skills = () => this.get<SkillView[]>('/v1/skills');
+  models = () => this.get<ModelView[]>('/v1/models');
+  conversations = () => this.get<ConversationSummary[]>('/v1/conversations');
+  conversation = (id: string) => this.get<ConversationView>(`/v1/conversations/${encodeURIComponent(id)}`);
+  messages = (id: string) => this.get<MessageView[]>(`/v1/conversations/${encodeURIComponent(id)}/messages`);
+  createConversation = (agentId: string) => this.post<{ id: string }>('/v1/conversations', { agentId });
+  send = (conversationId: string, body: { text: string; attachmentIds?: string[]; effort?: Effort }) =>
+    this.post<PostMessageResult>(`/v1/conversations/${encodeURIComponent(conversationId)}/messages`, body);
+  cancel = (turnId: string) => this.post<unknown>(`/v1/turns/${encodeURIComponent(turnId)}/cancel`);
+  answer = (
+    turnId: string,
+    blockId: string,
+    body: { answer: string } | { approved: boolean; note?: string },
+  ) =>
+    this.post<unknown>(
+      `/v1/turns/${encodeURIComponent(turnId)}/requests/${encodeURIComponent(blockId)}`,
+      body,
+    );
+  attachment = (id: string) => this.get<AttachmentManifest>(`/v1/attachments/${encodeURIComponent(id)}`);
+
+  upload(file: File, conversationId: string | null): Promise<AttachmentManifest> {
+    const form = new FormData();
+    // Fields before the file: a streaming multipart reader sees them when it reaches the file.
+    if (conversationId) form.append('conversationId', conversationId);
+    form.append('file', file, file.name);
+    return this.request<AttachmentManifest>('POST', '/v1/attachments', form);
+  }
+}

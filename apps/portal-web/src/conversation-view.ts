@@ -1,0 +1,311 @@
+import type { Api, AttachmentManifest } from './api';
+import * as draw from './blocks';
+import { h } from './dom';
+import { LiveText } from './live-text';
+import {
+  isOpen,
+  type BlockModel,
+  type Change,
+  type MessageModel,
+  type Transcript,
+  type TurnModel,
+} from './transcript';
+
+export interface ViewHooks {
+  api: Api;
+  /** Says a settled answer in the live region. */
+  announce(text: string): void;
+  /** A turn's status changed (the composer shows Cancel, refuses what it must). */
+  onTurn(turn: TurnModel, settled: boolean): void;
+}
+
+const CLOCK_AFTER_MS = 3000;
+
+/**
+ * Draws a transcript and keeps it in step with its changes. Elements are kept by message key and
+ * block id, so an update moves what exists and never redraws a block that streams.
+ */
+export class ConversationView {
+  readonly el = h('div', { class: 'transcript' });
+  private readonly articles = new Map<string, HTMLElement>();
+  private readonly blockEls = new Map<string, HTMLElement>();
+  private readonly live = new Map<string, LiveText>();
+  private readonly notes = new Map<string, HTMLElement>();
+  private readonly thinkingIndicator = h(
+    'div',
+    { class: 'indicator thinking-indicator', role: 'status' },
+    h('span', { class: 'shimmer' }, 'Thinking'),
+  );
+  private compactingState: { el: HTMLElement; timer: number } | null = null;
+  private static manifests = new Map<string, Promise<AttachmentManifest | null>>();
+  /** While the events buffered on opening are applied: what streamed before shows at once. */
+  catchUp = false;
+
+  constructor(
+    private readonly transcript: Transcript,
+    private readonly hooks: ViewHooks,
+  ) {
+    this.render();
+  }
+
+  apply(changes: Change[]): void {
+    let structure = false;
+    for (const change of changes) {
+      switch (change.type) {
+        case 'structure':
+          structure = true;
+          break;
+        case 'delta':
+          this.delta(change.block, change.text);
+          break;
+        case 'block':
+          this.drawBlock(change.block);
+          structure = true; // the answer may now exist; dims may move
+          break;
+        case 'turn':
+          structure = true;
+          this.hooks.onTurn(change.turn, change.settled);
+          if (change.settled && !this.catchUp) this.announceSettled(change.turn);
+          break;
+      }
+    }
+    if (structure) this.render();
+  }
+
+  destroy(): void {
+    for (const text of this.live.values()) text.settle();
+    this.stopCompacting();
+  }
+
+  /** Reconciles the elements with the transcript's messages and turns. */
+  render(): void {
+    const wanted: Node[] = [];
+    const keepArticles = new Set<string>();
+    const turns = this.transcript.turnList();
+    if (!turns.some((t) => t.compacting && isOpen(t.status))) this.stopCompacting();
+    const compactionBlock = this.newestCompaction();
+    let dim = compactionBlock !== null;
+
+    for (const turn of turns) {
+      const messages = this.transcript.messagesOf(turn.id).filter((m) => m.blocks.length > 0);
+      const hasAnswer = messages.some(
+        (m) =>
+          m.role === 'assistant' &&
+          m.blocks.some((b) => b.block?.kind === 'text' && !b.block.narration && !b.block.steering),
+      );
+      for (const message of messages) {
+        const article = this.article(message);
+        keepArticles.add(message.key);
+        article.classList.toggle('has-answer', message.role === 'assistant' && hasAnswer);
+        const children = message.blocks.map((block) => this.blockEl(block, message));
+        // Messages above the newest compaction are dimmed until hovered; in the message that holds
+        // it, the blocks before it are.
+        const at = compactionBlock ? message.blocks.indexOf(compactionBlock) : -1;
+        if (at >= 0) dim = false;
+        article.classList.toggle('dimmed', dim);
+        children.forEach((el, i) => el.classList.toggle('dimmed', i < at));
+        syncChildren(article.querySelector('.blocks')!, children);
+        wanted.push(article);
+      }
+      const indicator = this.indicatorFor(turn);
+      if (indicator) wanted.push(indicator);
+    }
+    for (const key of Array.from(this.articles.keys())) if (!keepArticles.has(key)) this.articles.delete(key);
+    syncChildren(this.el, wanted);
+  }
+
+  private indicatorFor(turn: TurnModel): HTMLElement | null {
+    if (turn.compacting && isOpen(turn.status)) return this.startCompacting();
+    if (turn.status === 'queued' || turn.status === 'running') {
+      const streaming = this.transcript
+        .messagesOf(turn.id)
+        .some((m) => m.blocks.some((b) => b.block === null || this.live.has(b.id)));
+      return streaming ? null : this.thinkingIndicator;
+    }
+    if (turn.status === 'failed' || turn.status === 'cut_off') return this.note(turn);
+    return null;
+  }
+
+  private note(turn: TurnModel): HTMLElement {
+    let el = this.notes.get(turn.id);
+    if (!el) {
+      el = h('p', { class: 'turn-note', 'data-turn-status': turn.status });
+      this.notes.set(turn.id, el);
+    }
+    el.dataset.turnStatus = turn.status;
+    el.textContent =
+      turn.status === 'cut_off' ? 'Stopped.' : `This turn failed${turn.error ? `: ${turn.error}` : '.'}`;
+    return el;
+  }
+
+  /** The "Summarising conversation" divider, in place of the thinking indicator. */
+  private startCompacting(): HTMLElement {
+    if (this.compactingState) return this.compactingState.el;
+    const clock = h('span', { class: 'clock', hidden: true, 'aria-hidden': 'true' });
+    const el = h(
+      'div',
+      { class: 'indicator compacting', role: 'status' },
+      h('span', { class: 'rule left' }),
+      h('span', { class: 'shimmer' }, 'Summarising conversation'),
+      clock,
+      h('span', { class: 'rule right' }),
+    );
+    const since = performance.now();
+    const timer = window.setInterval(() => {
+      const elapsed = performance.now() - since;
+      if (elapsed < CLOCK_AFTER_MS) return;
+      const s = Math.floor(elapsed / 1000);
+      clock.hidden = false;
+      clock.textContent = `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+    }, 250);
+    this.compactingState = { el, timer };
+    return el;
+  }
+
+  private stopCompacting(): void {
+    if (!this.compactingState) return;
+    window.clearInterval(this.compactingState.timer);
+    this.compactingState = null;
+  }
+
+  private newestCompaction(): BlockModel | null {
+    for (let i = this.transcript.messages.length - 1; i >= 0; i--) {
+      const blocks = this.transcript.messages[i].blocks;
+      for (let j = blocks.length - 1; j >= 0; j--)
+        if (blocks[j].block?.kind === 'compaction') return blocks[j];
+    }
+    return null;
+  }
+
+  private article(message: MessageModel): HTMLElement {
+    let article = this.articles.get(message.key);
+    if (!article) {
+      article = h(
+        'article',
+        { 'data-role': message.role, 'aria-label': message.role === 'user' ? 'You' : 'Assistant' },
+        h('div', { class: 'blocks' }),
+      );
+      if (message.attachmentIds.length > 0) article.append(this.attachmentList(message.attachmentIds));
+      this.articles.set(message.key, article);
+    }
+    article.dataset.turnId = message.turnId;
+    return article;
+  }
+
+  private attachmentList(ids: string[]): HTMLElement {
+    const list = h('ul', { class: 'message-attachments', 'aria-label': 'Attachments' });
+    for (const id of ids) {
+      const item = h('li', { class: 'attachment-chip' }, id);
+      list.append(item);
+      let manifest = ConversationView.manifests.get(id);
+      if (!manifest) {
+        manifest = this.hooks.api.attachment(id).catch(() => null);
+        ConversationView.manifests.set(id, manifest);
+      }
+      void manifest.then((m) => {
+        if (m) item.textContent = `${m.filename} · ${m.kind}${m.status === 'failed' ? ' · failed' : ''}`;
+      });
+    }
+    return list;
+  }
+
+  private blockEl(block: BlockModel, message: MessageModel): HTMLElement {
+    let el = this.blockEls.get(block.id);
+    if (!el) {
+      el = h('div', {
+        class: `block ${block.kind}`,
+        'data-block-kind': block.kind,
+        'data-block-id': block.id,
+      });
+      this.blockEls.set(block.id, el);
+      el.dataset.role = message.role;
+      this.drawBlock(block, el);
+    }
+    return el;
+  }
+
+  private drawBlock(block: BlockModel, el = this.blockEls.get(block.id)): void {
+    if (!el) return;
+    const data = block.block;
+    if (block.kind === 'text') {
+      if (data?.kind === 'text') {
+        el.toggleAttribute('data-narration', data.narration);
+        el.toggleAttribute('data-steering', data.steering);
+        const live = this.live.get(block.id);
+        if (live) live.finish(data.text);
+        else if (el.dataset.role === 'user') draw.userText(el, data.text);
+        else el.replaceChildren(data.text);
+      } else if (!this.live.has(block.id)) {
+        this.startLive(block, el);
+      }
+      return;
+    }
+    if (block.kind === 'thinking') {
+      draw.thinking(el, data?.kind === 'thinking' ? data.text : block.streamed, data === null);
+      return;
+    }
+    if (!data) return; // other kinds arrive whole
+    switch (data.kind) {
+      case 'tool_use':
+        return draw.toolUse(el, data);
+      case 'tool_result':
+        return draw.toolResult(el, data);
+      case 'compaction':
+        return draw.compaction(el, data);
+      case 'clarification_request':
+      case 'approval_request':
+        return draw.request(el, data, { api: this.hooks.api, turnId: block.turnId });
+    }
+  }
+
+  private startLive(block: BlockModel, el: HTMLElement): void {
+    const live = new LiveText(el, () => {
+      this.live.delete(block.id);
+      this.render();
+    });
+    this.live.set(block.id, live);
+    if (block.streamed) live.push(block.streamed, this.catchUp);
+  }
+
+  private delta(block: BlockModel, text: string): void {
+    if (block.kind === 'thinking') {
+      const el = this.blockEls.get(block.id);
+      if (el) draw.thinking(el, block.streamed, true);
+      return;
+    }
+    const live = this.live.get(block.id);
+    if (live) live.push(text, this.catchUp);
+    else {
+      const el = this.blockEls.get(block.id);
+      if (el) this.startLive(block, el);
+      this.render();
+    }
+  }
+
+  private announceSettled(turn: TurnModel): void {
+    if (turn.status === 'cut_off') return this.hooks.announce('Stopped.');
+    if (turn.status === 'failed')
+      return this.hooks.announce(`The turn failed${turn.error ? `: ${turn.error}` : ''}.`);
+    const answer = this.transcript
+      .messagesOf(turn.id)
+      .flatMap((m) => (m.role === 'assistant' ? m.blocks : []))
+      .map((b) => b.block)
+      .filter((b) => b?.kind === 'text' && !b.narration)
+      .at(-1);
+    if (answer?.kind === 'text') this.hooks.announce(answer.text);
+  }
+}
+
+/** Makes `parent`'s children exactly `children`, in order, moving only what is out of place. */
+function syncChildren(parent: Element, children: Node[]): void {
+  const keep = new Set(children);
+  for (const node of Array.from(parent.childNodes)) if (!keep.has(node)) node.remove();
+  let cursor = parent.firstChild;
+  for (const child of children) {
+    if (child === cursor) {
+      cursor = cursor.nextSibling;
+      continue;
+    }
+    parent.insertBefore(child, cursor);
+  }
+}

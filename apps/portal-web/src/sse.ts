@@ -1,0 +1,178 @@
+/**
+ * Server-Sent Events over `fetch`: EventSource cannot send the Authorization header the gateway
+ * requires, so the stream is read by hand, and reconnects itself with `Last-Event-ID`.
+ */
+
+export interface SseMessage {
+  id: string | null;
+  event: string;
+  data: string;
+}
+
+/** The event stream format (HTML standard, "Parsing an event stream"), fed chunk by chunk. */
+export function createSseParser(): { feed(chunk: string): SseMessage[] } {
+  let buffer = '';
+  let data: string[] = [];
+  let event = '';
+  let id: string | null = null;
+  let sawCr = false;
+
+  function line(text: string, out: SseMessage[]) {
+    if (text === '') {
+      if (data.length > 0) out.push({ id, event: event || 'message', data: data.join('\n') });
+      data = [];
+      event = '';
+      id = null;
+      return;
+    }
+    if (text.startsWith(':')) return;
+    const colon = text.indexOf(':');
+    const field = colon < 0 ? text : text.slice(0, colon);
+    let value = colon < 0 ? '' : text.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') data.push(value);
+    else if (field === 'event') event = value;
+    else if (field === 'id' && !value.includes('\0')) id = value;
+  }
+
+  return {
+    feed(chunk: string) {
+      const out: SseMessage[] = [];
+      buffer += chunk;
+      let start = 0;
+      for (let i = 0; i < buffer.length; i++) {
+        const c = buffer[i];
+        if (c === '\n' && sawCr) {
+          // the \n of a \r\n pair: the line already ended at the \r
+          sawCr = false;
+          start = i + 1;
+          continue;
+        }
+        sawCr = c === '\r';
+        if (c === '\n' || c === '\r') {
+          line(buffer.slice(start, i), out);
+          start = i + 1;
+        }
+      }
+      buffer = buffer.slice(start);
+      return out;
+    },
+  };
+}
+
+export interface EventStreamOptions {
+  url: string;
+  authorization: string;
+  /** Replay what came after this id (a reload in the middle of a turn). */
+  lastEventId?: string;
+  onEvent(id: string, data: unknown): void;
+  /** Each time the server answered and the stream is open (headers arrive at once). */
+  onOpen?(): void;
+  /** The server refused the stream for good (401, 404): no more reconnections. */
+  onFatal?(status: number): void;
+}
+
+/** Without a byte for this long (the gateway sends a heartbeat every 15 s), the stream is dead. */
+const SILENCE_MS = 40_000;
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+export class EventStream {
+  private closed = false;
+  private controller: AbortController | null = null;
+  private lastId: string | undefined;
+  private wake: (() => void) | null = null;
+  private readonly onOnline = () => {
+    this.wake?.();
+    this.controller?.abort();
+  };
+
+  constructor(private readonly options: EventStreamOptions) {
+    this.lastId = options.lastEventId;
+  }
+
+  /** The id of the last event delivered. */
+  get lastEventId(): string | undefined {
+    return this.lastId;
+  }
+
+  start(): void {
+    window.addEventListener('online', this.onOnline);
+    void this.run();
+  }
+
+  close(): void {
+    this.closed = true;
+    window.removeEventListener('online', this.onOnline);
+    this.controller?.abort();
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    let delay = RETRY_MIN_MS;
+    while (!this.closed) {
+      const status = await this.connect().catch(() => 0);
+      if (this.closed) return;
+      if (status === 401 || status === 403 || status === 404) {
+        this.options.onFatal?.(status);
+        return;
+      }
+      if (status === 200) delay = RETRY_MIN_MS;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = null;
+      delay = Math.min(RETRY_MAX_MS, delay * 2);
+    }
+  }
+
+  /** One connection, until it ends. Resolves with the HTTP status (200 once it delivered). */
+  private async connect(): Promise<number> {
+    const controller = new AbortController();
+    this.controller = controller;
+    const headers: Record<string, string> = {
+      authorization: this.options.authorization,
+      accept: 'text/event-stream',
+    };
+    if (this.lastId) headers['last-event-id'] = this.lastId;
+    let silence = setTimeout(() => controller.abort(), SILENCE_MS);
+    try {
+      const res = await fetch(this.options.url, { headers, signal: controller.signal, cache: 'no-store' });
+      if (!res.ok || !res.body) return res.status;
+      this.options.onOpen?.();
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      const parser = createSseParser();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        clearTimeout(silence);
+        silence = setTimeout(() => controller.abort(), SILENCE_MS);
+        for (const message of parser.feed(decoder.decode(value, { stream: true }))) {
+          if (message.id === null || this.closed) continue;
+          let data: unknown;
+          try {
+            data = JSON.parse(message.data);
+          } catch {
+            continue;
+          }
+          this.lastId = message.id;
+          try {
+            this.options.onEvent(message.id, data);
+          } catch (err) {
+            // A fault in drawing one event must not cost the connection (and a replay loop).
+            console.error('event', message.id, err);
+          }
+        }
+      }
+      return 200;
+    } finally {
+      clearTimeout(silence);
+      controller.abort();
+    }
+  }
+}

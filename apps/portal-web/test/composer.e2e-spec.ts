@@ -1,0 +1,180 @@
+import { ApiClient } from '@portal/testing';
+import {
+  answerTexts,
+  KEY,
+  newConversation,
+  send,
+  settled,
+  startWebHarness,
+  until,
+  eventually,
+  type WebHarness,
+} from './web-harness.util';
+
+jest.setTimeout(90_000);
+
+let web: WebHarness;
+beforeAll(async () => {
+  web = await startWebHarness();
+});
+afterAll(async () => {
+  await web?.close();
+});
+
+describe('the portal web client, composer', () => {
+  it('completes a /slug from the catalogue with the keyboard, and sends it as typed', async () => {
+    const page = await web.signedInPage();
+    await newConversation(page);
+    const field = page.getByLabel('Message');
+    await field.fill('/fa');
+    const option = page.getByRole('option', { name: /\/fact-check/ });
+    await option.waitFor();
+    expect(await option.getAttribute('aria-selected')).toBe('true');
+    await field.press('Enter');
+    expect(await field.inputValue()).toBe('/fact-check ');
+    await page.getByRole('listbox').waitFor({ state: 'hidden' });
+
+    // `/co` offers the compaction command too.
+    await field.fill('/co');
+    await page.getByRole('option', { name: /\/compact/ }).waitFor();
+    await field.press('Escape');
+    await page.getByRole('listbox').waitFor({ state: 'hidden' });
+
+    web.script('Checked.');
+    await field.fill('/fact-check is the sky blue?');
+    await field.press('Enter');
+    await settled(page);
+    const user = page.locator('article[data-role="user"]');
+    expect(await user.textContent()).toBe('/fact-check is the sky blue?');
+    expect(await user.locator('.chip').allTextContents()).toEqual(['/fact-check']);
+    expect(await eventually(() => answerTexts(page), ['Checked.'])).toEqual(['Checked.']);
+    await page.context().close();
+  });
+
+  it('sends the effort picked, and a reopened conversation shows the winning effort', async () => {
+    const page = await web.signedInPage();
+    const id = await newConversation(page);
+    const effort = page.getByLabel('Effort');
+    expect(await effort.inputValue()).toBe('medium'); // the agent's
+    await effort.selectOption('high');
+    web.script('Thought hard.');
+    await send(page, 'Think hard');
+    await settled(page);
+
+    const api = new ApiClient(web.portal.baseURL, KEY);
+    const { body: conversation } = await api.get(`/v1/conversations/${id}`);
+    expect(conversation.turns.map((t: { effort: string }) => t.effort)).toEqual(['high']);
+    const requestBody = web.model.requests.find((r) =>
+      JSON.stringify(r.body?.messages ?? '').includes('Think hard'),
+    );
+    expect(requestBody?.body?.reasoning_effort).toBe('high');
+
+    await page.reload();
+    await page.getByLabel('Message').waitFor();
+    expect(await page.getByLabel('Effort').inputValue()).toBe('high');
+    await page.context().close();
+  });
+
+  it('uploads a document and shows its live status, headings and the attachment on the message', async () => {
+    const page = await web.signedInPage();
+    await newConversation(page);
+    const doc = [
+      '# Annual report',
+      '',
+      'Intro text.',
+      '',
+      '## Revenue',
+      '',
+      'Q3 revenue was $4.2M.',
+      '',
+      '## Costs',
+      '',
+      'Flat.',
+    ].join('\n');
+    await page
+      .getByLabel('Attach files')
+      .setInputFiles({ name: 'report.md', mimeType: 'text/markdown', buffer: Buffer.from(doc) });
+    const item = page.locator('.tray-item');
+    await item.locator('.tray-name', { hasText: 'report.md' }).waitFor();
+    expect(
+      await until(
+        () => item.getAttribute('data-status'),
+        (s) => s === 'finished' || s === 'failed',
+      ),
+    ).toBe('finished');
+    await item.locator('summary').click();
+    expect(await item.locator('.tray-headings li').allTextContents()).toEqual([
+      'Annual report',
+      'Revenue',
+      'Costs',
+    ]);
+
+    web.script('The report says $4.2M.');
+    await send(page, 'What does the report say?');
+    await settled(page);
+    await page.locator('.tray-item').waitFor({ state: 'detached' });
+    const chip = page.locator('article[data-role="user"] .attachment-chip');
+    expect(
+      await until(
+        () => chip.textContent(),
+        (t) => !!t?.includes('report.md'),
+      ),
+    ).toContain('report.md');
+    const call = web.model.requests.find((r) =>
+      JSON.stringify(r.body?.messages ?? '').includes('What does the report say?'),
+    );
+    expect(JSON.stringify(call?.body?.messages)).toContain('Q3 revenue was $4.2M.');
+    await page.context().close();
+  });
+
+  it('steers a running turn: the message joins it instead of opening a new one', async () => {
+    const page = await web.signedInPage();
+    await newConversation(page);
+    web.script(
+      { text: 'Working on the first part. '.repeat(8), chunkSize: 3, delayMs: 60 },
+      'Shorter, as asked.',
+    );
+    await send(page, 'Explain at length');
+    await page.getByRole('button', { name: 'Cancel' }).waitFor();
+    await page.locator('[data-block-kind="text"].live').waitFor();
+    await send(page, 'keep it short');
+    const steering = page.locator('[data-block-kind="text"][data-steering]');
+    await steering.waitFor();
+    expect(await steering.textContent()).toBe('keep it short');
+    await settled(page);
+    expect(
+      await until(
+        () => answerTexts(page),
+        (t) => t.at(-1) === 'Shorter, as asked.',
+      ),
+    ).toContain('Shorter, as asked.');
+    const api = new ApiClient(web.portal.baseURL, KEY);
+    const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    const { body } = await api.get(`/v1/conversations/${id}`);
+    expect(body.turns).toHaveLength(1);
+    await page.context().close();
+  });
+
+  it('works from the keyboard alone: sign in, new conversation, send', async () => {
+    const context = await web.browser.newContext();
+    const page = await context.newPage();
+    await page.goto(web.portal.baseURL + '/');
+    await page.getByLabel('API key').waitFor();
+    await page.keyboard.type(KEY); // the field has the focus
+    await page.keyboard.press('Enter');
+    const agent = page.getByLabel('Agent');
+    await agent.locator('option').first().waitFor({ state: 'attached' }); // the agents have loaded
+    await agent.focus();
+    await page.keyboard.press('Tab'); // to "New conversation"
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/c\//);
+    await page.getByLabel('Message').waitFor();
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-autocomplete'))).toBe('list');
+    web.script('Hello, keyboard.');
+    await page.keyboard.type('Hi');
+    await page.keyboard.press('Enter');
+    await settled(page);
+    expect(await eventually(() => answerTexts(page), ['Hello, keyboard.'])).toEqual(['Hello, keyboard.']);
+    await context.close();
+  });
+});

@@ -1,0 +1,251 @@
+import { execFileSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import {
+  startFakeOpenAI,
+  startPortal,
+  type FakeAnswer,
+  type FakeOpenAI,
+  type FakeRequest,
+  type FakeScript,
+  type RunningPortal,
+} from '@portal/testing';
+
+/** Debian's Chromium, never a downloaded browser. */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export const KEY = 'pk_web_ann_author';
+export const AGENT = 'helper';
+/** An agent on a model with a small context window: a long answer makes the next turn compact. */
+export const SMALL_AGENT = 'small';
+
+export interface WebHarness {
+  portal: RunningPortal;
+  model: FakeOpenAI;
+  browser: Browser;
+  /** Calls the HTTP tool `deploy` received. */
+  deployCalls: unknown[];
+  /** Queues the answers of the agent's next model calls (title and summary calls are answered apart). */
+  script(...answers: FakeScript[]): void;
+  /** How the compaction summary streams (slow, so that "Summarising conversation" can be seen). */
+  summaryPace: { chunkSize: number; delayMs: number };
+  /** A fresh page, signed in through the form. */
+  signedInPage(): Promise<Page>;
+  close(): Promise<void>;
+}
+
+/** The side calls of the portal: the title of a conversation, and the compaction summary. */
+function sideCall(request: FakeRequest, pace: WebHarness['summaryPace']): FakeScript | null {
+  const messages = (request.body?.messages ?? []) as { role: string; content: unknown }[];
+  const text = messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+  if (text.some((t) => t.includes('Write a short title'))) return 'Web client test';
+  const last = text.at(-1) ?? '';
+  if (last.startsWith('Write the summary now')) {
+    const heading = /"([^"]+)"/.exec(last)?.[1] ?? 'Summary of turns 1–1';
+    return {
+      text: `${heading}\n\n## Requests\n- "Xin chào"\n\n## Facts\n- Revenue was $4.2M (ref:tr_feedbeef).`,
+      ...pace,
+    };
+  }
+  return null;
+}
+
+/**
+ * The whole portal (built services as processes, `startPortal`) on a fake model, an HTTP tool that
+ * needs approval, and a headless Chromium.
+ */
+export async function startWebHarness(): Promise<WebHarness> {
+  // The bundle is cheap to build and must match the sources under test.
+  const root = path.resolve(__dirname, '..', '..', '..');
+  execFileSync(process.execPath, [path.join(root, 'tools', 'build-web.js')], { cwd: root, stdio: 'ignore' });
+
+  const deployCalls: unknown[] = [];
+  const tools: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      deployCalls.push(body ? JSON.parse(body) : null);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ deployed: true }));
+    });
+  });
+  await new Promise<void>((resolve) => tools.listen(0, '127.0.0.1', resolve));
+  const toolURL = `http://127.0.0.1:${(tools.address() as AddressInfo).port}`;
+
+  const queue: FakeScript[] = [];
+  const pace = { chunkSize: 8, delayMs: 10 };
+  const model = await startFakeOpenAI({
+    defaultResponder: (request) => sideCall(request, pace) ?? queue.shift() ?? 'Fake answer.',
+  });
+  const portal = await startPortal({
+    models: {
+      models: [
+        {
+          id: 'fake',
+          baseURL: model.baseURL,
+          contextWindow: 128000,
+          reasoning: true,
+          price: { inputPerMTok: 1, outputPerMTok: 2, cachedInputPerMTok: 0.5 },
+        },
+        {
+          id: 'fake-small',
+          model: 'fake',
+          baseURL: model.baseURL,
+          contextWindow: 6000,
+          reasoning: false,
+          price: { inputPerMTok: 1, outputPerMTok: 2 },
+        },
+      ],
+    },
+    bootstrap: {
+      orgs: [
+        {
+          id: 'acme',
+          users: [{ id: 'ann', role: 'author', apiKey: KEY }],
+          skills: [
+            {
+              slug: 'fact-check',
+              name: 'Fact check',
+              description: 'Check every claim against sources.',
+              instructions: 'Check every claim.',
+              visibility: 'org',
+              status: 'active',
+              published: true,
+              owner: 'ann',
+            },
+          ],
+          agents: [
+            {
+              id: AGENT,
+              name: 'Helper',
+              instructions: 'Help.',
+              model: 'fake',
+              effort: 'medium',
+              skills: ['fact-check'],
+              tools: [
+                {
+                  name: 'deploy',
+                  description: 'Deploys the site.',
+                  parameters: { type: 'object', properties: { env: { type: 'string' } } },
+                  url: `${toolURL}/deploy`,
+                  requiresApproval: true,
+                },
+              ],
+            },
+            {
+              id: SMALL_AGENT,
+              name: 'Small',
+              instructions: 'Help briefly.',
+              model: 'fake-small',
+              effort: 'low',
+              skills: [],
+              tools: [],
+            },
+          ],
+        },
+      ],
+    },
+    env: { PORTAL_TOOL_URL_ALLOW: `${toolURL}/` },
+  });
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+
+  return {
+    portal,
+    model,
+    browser,
+    deployCalls,
+    script: (...answers) => void queue.push(...answers),
+    get summaryPace() {
+      return pace;
+    },
+    set summaryPace(value) {
+      Object.assign(pace, value);
+    },
+    async signedInPage() {
+      const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+      const page = await context.newPage();
+      await page.goto(portal.baseURL + '/');
+      await page.getByLabel('API key').fill(KEY);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'New conversation' }).waitFor();
+      return page;
+    },
+    async close() {
+      await browser?.close();
+      await portal?.stop();
+      await model?.close();
+      await new Promise((resolve) => tools.close(resolve));
+    },
+  };
+}
+
+/** Starts a conversation with the agent from the form; resolves with its id (from the URL). */
+export async function newConversation(page: Page, agent = AGENT): Promise<string> {
+  await page.getByLabel('Agent').selectOption(agent);
+  await page.getByRole('button', { name: 'New conversation' }).click();
+  await page.waitForURL(/\/c\/[^/]+$/);
+  await page.getByLabel('Message').waitFor();
+  return decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+}
+
+export async function send(page: Page, text: string): Promise<void> {
+  await page.getByLabel('Message').fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+}
+
+/** A slow stream: `text` in pieces of `chunkSize` code points, `delayMs` apart. */
+export function slow(text: string, chunkSize = 3, delayMs = 40, extra: Partial<FakeAnswer> = {}): FakeAnswer {
+  return { text, chunkSize, delayMs, ...extra };
+}
+
+/** The text of every assistant text block that is the answer (not narration), in order. */
+export function answerTexts(page: Page): Promise<string[]> {
+  return page
+    .locator('article[data-role="assistant"] [data-block-kind="text"]:not([data-narration])')
+    .allTextContents();
+}
+
+/** Resolves once no text block plays out any more (settled, plain text). */
+export async function settled(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () =>
+      document.querySelector('article[data-role="assistant"] [data-block-kind="text"]') !== null &&
+      document.querySelector('.live, [aria-busy="true"]') === null &&
+      document.querySelector('.thinking-indicator') === null,
+  );
+}
+
+/**
+ * Reads `read()` until `ok` holds (or the time is up) and returns the last value read, for a plain
+ * `expect` to judge: jest's expect has no waiting matchers of its own.
+ */
+export async function until<T>(
+  read: () => Promise<T>,
+  ok: (value: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!ok(value) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    value = await read();
+  }
+  return value;
+}
+
+/** Reads until the value equals `expected` (as JSON), then returns the last value read. */
+export function eventually<T>(read: () => Promise<T>, expected: T, timeoutMs = 20_000): Promise<T> {
+  const want = JSON.stringify(expected);
+  return until(read, (value) => JSON.stringify(value) === want, timeoutMs);
+}

@@ -1,0 +1,86 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+
+/** The ids a log line may carry. Ids only: never a key, a message's text or a document's. */
+export interface LogFields {
+  orgId?: string;
+  userId?: string;
+  conversationId?: string;
+  turnId?: string;
+  attachmentId?: string;
+  queue?: string;
+  jobId?: string;
+  reqId?: string;
+}
+
+/**
+ * Fields that may hold a secret or a person's words, removed from every structured log line
+ * (top level and one level down). Messages are our own strings and carry ids only.
+ */
+export const REDACT_PATHS = [
+  'authorization',
+  'cookie',
+  'apiKey',
+  'text',
+  'content',
+  'pages',
+  'documentText',
+  '*.authorization',
+  '*.cookie',
+  '*.apiKey',
+  '*.text',
+  '*.content',
+  '*.pages',
+  '*.documentText',
+  '*.headers.authorization',
+  '*.headers.cookie',
+];
+
+const context = new AsyncLocalStorage<LogFields>();
+
+export interface CreateLoggerOptions {
+  /** The app: `name` on every line. */
+  name: string;
+  /** LOG_LEVEL, default `info`; `silent` writes nothing. */
+  level?: string;
+  /** Where lines go; default stdout. Tests pass a stream to read them. */
+  destination?: DestinationStream;
+}
+
+/**
+ * A pino logger writing one JSON object per line: ISO time, level as a word, the app's name, the
+ * ids of the job or request being handled (see `runWithLogContext`), secrets and texts redacted.
+ */
+export function createLogger(options: CreateLoggerOptions): Logger {
+  const config: LoggerOptions = {
+    name: options.name,
+    level: options.level ?? process.env['LOG_LEVEL'] ?? 'info',
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    mixin: () => ({ ...context.getStore() }),
+  };
+  return options.destination ? pino(config, options.destination) : pino(config);
+}
+
+/** Runs `fn` with `fields` added to every line logged inside it, across awaits. */
+export function runWithLogContext<T>(fields: LogFields, fn: () => T): T {
+  return context.run({ ...context.getStore(), ...definedOnly(fields) }, fn);
+}
+
+/** Adds ids learnt midway (the org once the key is checked, the conversation once read). */
+export function addLogContext(fields: LogFields): void {
+  const store = context.getStore();
+  if (store) Object.assign(store, definedOnly(fields));
+}
+
+/** A child of `logger` bound to `fields` (and to the current context's ids). */
+export function logContext(logger: Logger, fields: LogFields): Logger {
+  return logger.child(definedOnly(fields));
+}
+
+function definedOnly(fields: LogFields): LogFields {
+  return Object.fromEntries(
+    Object.entries(fields).filter(([, value]) => value !== undefined && value !== null),
+  ) as LogFields;
+}

@@ -1,0 +1,2 @@
+export * from './graphemes';
+export * from './playout';

@@ -1,0 +1,701 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import OpenAI from 'openai';
+import { Client } from 'pg';
+import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import type { PortalEvent } from '@portal/contracts';
+import {
+  ApiClient,
+  e2eModels,
+  startFakeOpenAI,
+  startPortal,
+  subscribeEvents,
+  type EventSubscription,
+  type FakeOpenAI,
+  type RunningPortal,
+  type SseEvent,
+} from '@portal/testing';
+
+/**
+ * `npm run bench:turns`: what the portal adds to a model call. The built services run as real
+ * processes (like the end-to-end tests) on a fresh database and Redis prefix, with an instant fake
+ * model behind a small timing proxy. Three measurements:
+ *
+ * 1. baseline: the `openai` SDK streaming the same request straight to the fake (through the proxy);
+ * 2. latency: 200 one-call turns one after another, from POST message to the client receiving the
+ *    `turn_finished` SSE event; the added time per turn is that latency minus the time the proxy
+ *    saw the turn's model call take;
+ * 3. throughput: 20 conversations sending turns concurrently, turns per second.
+ *
+ * Then where the time goes: each turn's phases from the stream ids (Redis server milliseconds) of
+ * its events, and the CPU time each process spent per turn (Linux /proc).
+ * Options: `--turns=N`, `--concurrency=N`, `--per-conversation=N`; `--db` also counts Postgres
+ * transactions and row operations per turn (waits for the statistics to be flushed: +45 s);
+ * `--profile` samples the gateway's and the orchestrator's CPU (cpu-profile.preload.js) and prints
+ * where their CPU time went (the profiler slows them: read its latencies as such).
+ */
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const arg = (name: string, fallback: number) => {
+  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return found ? Number(found.split('=')[1]) : fallback;
+};
+const TURNS = arg('turns', 200);
+const CONCURRENCY = arg('concurrency', 20);
+const PER_CONVERSATION = arg('per-conversation', 15);
+/** Sequential turns per conversation in the latency run (memory replays at most 20 past turns). */
+const LATENCY_TURNS_PER_CONVERSATION = 20;
+const WARM_UP_TURNS = 20;
+const API_KEY = 'pk_bench_user_key';
+const TARGETS = { addedP50Ms: 15, addedP99Ms: 50, turnsPerSecond: 100 };
+const DB_STATS = process.argv.includes('--db');
+const PROFILE = process.argv.includes('--profile');
+
+// --- Timing proxy in front of the fake model -------------------------------------------------
+
+interface ProxyTiming {
+  /** ms from the request's arrival at the proxy to the end of the fake's response through it. */
+  ms: number;
+  /** The last `[bench:…]` marker in the request, naming the turn. */
+  marker: string | null;
+  title: boolean;
+}
+
+/** Forwards to the fake and records each call's time as the model's own. */
+async function startTimingProxy(
+  target: string,
+): Promise<{ url: string; timings: ProxyTiming[]; server: Server }> {
+  const upstream = new URL(target);
+  const timings: ProxyTiming[] = [];
+  const server = createServer((req, res) => {
+    const started = performance.now();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const text = body.toString('utf8');
+      // The newest marker: memory replays the conversation's earlier messages before it.
+      const marker = [...text.matchAll(/\[bench:([\w-]+)\]/g)].at(-1)?.[1] ?? null;
+      const title = text.includes('You name conversations');
+      const forward = httpRequest(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: upstream.host },
+        },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+          up.on('end', () => timings.push({ ms: performance.now() - started, marker, title }));
+        },
+      );
+      forward.on('error', () => res.destroy());
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, timings, server };
+}
+
+// --- Numbers -----------------------------------------------------------------------------------
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+const fmt = (ms: number) => (Number.isFinite(ms) ? ms.toFixed(1).padStart(8) : '     n/a');
+
+// --- The portal --------------------------------------------------------------------------------
+
+function bootstrap() {
+  return {
+    portalFloor: 'You are the bench assistant.',
+    orgs: [
+      {
+        id: 'bench',
+        users: [{ id: 'bencher', role: 'author', apiKey: API_KEY }],
+        agents: [
+          { id: 'bench', name: 'Bench', instructions: 'Answer briefly.', model: 'fast', effort: 'low' },
+        ],
+      },
+    ],
+  };
+}
+
+interface TurnSample {
+  turnId: string;
+  /** Client clock, ms since epoch (performance.timeOrigin based), at POST and at turn_finished. */
+  postedAt: number;
+  acceptedAt: number;
+  finishedAt: number;
+  latencyMs: number;
+  status: string;
+  events: SseEvent[];
+  marker: string;
+}
+
+class BenchConversation {
+  constructor(
+    readonly id: string,
+    readonly api: ApiClient,
+    readonly events: EventSubscription,
+  ) {}
+
+  static async open(portal: RunningPortal, api: ApiClient): Promise<BenchConversation> {
+    const created = await api.post('/v1/conversations', { agentId: 'bench' });
+    if (created.status !== 201)
+      throw new Error(`conversation: ${created.status} ${JSON.stringify(created.body)}`);
+    const events = await subscribeEvents(
+      `${portal.baseURL}/v1/conversations/${created.body.id}/events`,
+      API_KEY,
+    );
+    return new BenchConversation(created.body.id, api, events);
+  }
+
+  async turn(marker: string): Promise<TurnSample> {
+    const from = this.events.events.length;
+    const now = () => performance.timeOrigin + performance.now();
+    const postedAt = now();
+    const res = await this.api.post(`/v1/conversations/${this.id}/messages`, {
+      text: `[bench:${marker}] Say OK.`,
+    });
+    const acceptedAt = now();
+    if (res.status !== 202 || res.body.steered)
+      throw new Error(`message: ${res.status} ${JSON.stringify(res.body)}`);
+    const turnId = res.body.turnId as string;
+    const finish = await this.events.waitFor(
+      (e) => e.data.type === 'turn_finished' && e.data.turnId === turnId,
+      {
+        from,
+        timeoutMs: 30_000,
+      },
+    );
+    const finishedAt = now();
+    return {
+      turnId,
+      postedAt,
+      acceptedAt,
+      finishedAt,
+      latencyMs: finishedAt - postedAt,
+      status: finish.data.status,
+      events: this.events.events.slice(from).filter((e) => e.data.turnId === turnId),
+      marker,
+    };
+  }
+
+  close() {
+    this.events.close();
+  }
+}
+
+// --- Resources ---------------------------------------------------------------------------------
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** User + system CPU time of a process in ms (Linux /proc), or null. */
+function cpuMs(pid: number | undefined): number | null {
+  if (!pid) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  } catch {
+    return null;
+  }
+}
+
+interface Accounts {
+  /** CPU ms per process group. */
+  cpu: Record<string, number | null>;
+}
+
+/**
+ * CPU time so far of the portal's processes: the gateway, the orchestrator, the Postgres backends
+ * serving the bench database, Redis (shared with anything else using it), and this process (the
+ * client, the fake model and its proxy).
+ */
+async function accounts(portal: RunningPortal, pg: Client): Promise<Accounts> {
+  const backends = await pg.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+  );
+  const redisPid = await redisServerPid();
+  const sum = (pids: number[]) =>
+    pids.reduce<number | null>((total, pid) => {
+      const ms = cpuMs(pid);
+      return ms === null ? total : (total ?? 0) + ms;
+    }, null);
+  const own = process.cpuUsage();
+  return {
+    cpu: {
+      gateway: cpuMs(portal.pid('gateway')),
+      'turn-orchestrator': cpuMs(portal.pid('turn-orchestrator')),
+      'postgres (bench db backends)': sum(backends.rows.map((r) => r.pid)),
+      'redis (whole server)': cpuMs(redisPid ?? undefined),
+      'bench client + fake model': (own.user + own.system) / 1000,
+    },
+  };
+}
+
+let redisPidCache: number | null | undefined;
+async function redisServerPid(): Promise<number | null> {
+  if (redisPidCache !== undefined) return redisPidCache;
+  const IORedis = (await import('ioredis')).default;
+  const redis = new IORedis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
+  try {
+    const info = await redis.info('server');
+    redisPidCache = Number(/process_id:(\d+)/.exec(info)?.[1]) || null;
+  } finally {
+    redis.disconnect();
+  }
+  return redisPidCache;
+}
+
+function cpuPerTurn(before: Accounts, after: Accounts, turns: number): [string, number][] {
+  return Object.keys(after.cpu).map((name) => {
+    const a = after.cpu[name];
+    const b = before.cpu[name];
+    return [name, a === null || b === null ? NaN : (a - b) / turns];
+  });
+}
+
+interface DbCounters {
+  commits: number;
+  rollbacks: number;
+  inserted: number;
+  updated: number;
+  deleted: number;
+  returned: number;
+  fetched: number;
+  scans: number;
+  /** Per table: sequential scans, rows they read, index scans, rows inserted + updated. */
+  tables: Record<string, { seq: number; seqRead: number; idx: number; written: number }>;
+}
+
+/** The bench database's counters (flushed by each backend at least 10 s after its last work). */
+async function dbCounters(pg: Client): Promise<DbCounters> {
+  const db = await pg.query(
+    `SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted, tup_returned, tup_fetched
+       FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  const tables = await pg.query(
+    `SELECT relname, seq_scan, seq_tup_read, coalesce(idx_scan, 0) AS idx_scan, n_tup_ins + n_tup_upd AS written
+       FROM pg_stat_user_tables`,
+  );
+  const r = db.rows[0];
+  return {
+    commits: Number(r.xact_commit),
+    rollbacks: Number(r.xact_rollback),
+    inserted: Number(r.tup_inserted),
+    updated: Number(r.tup_updated),
+    deleted: Number(r.tup_deleted),
+    returned: Number(r.tup_returned),
+    fetched: Number(r.tup_fetched),
+    scans: tables.rows.reduce((n, t) => n + Number(t.seq_scan) + Number(t.idx_scan), 0),
+    tables: Object.fromEntries(
+      tables.rows.map((t) => [
+        t.relname,
+        {
+          seq: Number(t.seq_scan),
+          seqRead: Number(t.seq_tup_read),
+          idx: Number(t.idx_scan),
+          written: Number(t.written),
+        },
+      ]),
+    ),
+  };
+}
+
+/** Waits until every backend has flushed its statistics (PGSTAT_IDLE_INTERVAL is 10 s). */
+const statsSettle = () => new Promise((r) => setTimeout(r, 11_000));
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+/** Where a frame's code lives: a package, an app or lib of the portal, or Node itself. */
+function areaOf(url: string): string | null {
+  if (url === '') return null;
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1];
+  if (pkg) return pkg;
+  const portal = /dist\/((?:apps|libs)\/[\w-]+)/.exec(url)?.[1];
+  if (portal) return portal;
+  return url.startsWith('node:') ? 'node internals' : 'other';
+}
+
+/**
+ * Where the CPU time went in the `.cpuprofile` files of `dir`: by package (native frames such as
+ * socket writes are charged to the nearest caller with code of its own) and by function.
+ */
+function summariseProfiles(dir: string, top = 12): string[] {
+  const lines: string[] = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
+    const profile = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as {
+      nodes: ProfileNode[];
+      samples: number[];
+      timeDeltas: number[];
+    };
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const rel = (url: string) => url.replace(/^file:\/\//, '').replace(ROOT + '/', '');
+    /** The first package or portal frame from this node up, skipping Node's own frames. */
+    const owner = (id: number): string => {
+      let node: number | undefined = id;
+      let fallback: string | null = null;
+      while (node !== undefined) {
+        const area = areaOf(rel(byId.get(node)!.callFrame.url));
+        if (area && area !== 'node internals' && area !== 'other') return area;
+        fallback ??= area;
+        node = parent.get(node);
+      }
+      return fallback ?? byId.get(id)!.callFrame.functionName;
+    };
+    const self = new Map<string, number>();
+    const byArea = new Map<string, number>();
+    let total = 0;
+    let idle = 0;
+    profile.samples.forEach((id, i) => {
+      const dt = profile.timeDeltas[i] ?? 0;
+      const frame = byId.get(id)!.callFrame;
+      total += dt;
+      if (frame.functionName === '(idle)') {
+        idle += dt;
+        return;
+      }
+      const url = rel(frame.url);
+      const key =
+        `${frame.functionName || '(anonymous)'} ${url ? `${url}:${frame.lineNumber + 1}` : ''}`.trim();
+      self.set(key, (self.get(key) ?? 0) + dt);
+      const area = owner(id);
+      byArea.set(area, (byArea.get(area) ?? 0) + dt);
+    });
+    const busy = total - idle;
+    const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
+    lines.push(
+      `\n${file}: ${(busy / 1000).toFixed(0)} ms busy of ${(total / 1000).toFixed(0)} ms sampled (shares of busy time)`,
+    );
+    lines.push('  by package or part of the portal (native work charged to its caller):');
+    for (const [area, us] of [...byArea].sort((a, b) => b[1] - a[1]).slice(0, top))
+      lines.push(`  ${pct(us)}  ${area}`);
+    lines.push('  by function (self time):');
+    for (const [key, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top))
+      lines.push(`  ${pct(us)}  ${key}`);
+  }
+  return lines;
+}
+
+// --- Measurements ------------------------------------------------------------------------------
+
+/** The portal's request for one turn, replayed as is (model, messages, tools). */
+type ChatBody = Omit<ChatCompletionCreateParamsStreaming, 'stream' | 'stream_options'>;
+
+async function baseline(baseURL: string, body: ChatBody, runs: number): Promise<number[]> {
+  const client = new OpenAI({ baseURL, apiKey: 'none', maxRetries: 0 });
+  const times: number[] = [];
+  for (let i = 0; i < runs + 20; i++) {
+    const started = performance.now();
+    const stream = await client.chat.completions.create({
+      ...body,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    if (!text) throw new Error('baseline: empty answer');
+    if (i >= 20) times.push(performance.now() - started); // the first 20 warm the connection and the JIT
+  }
+  return times;
+}
+
+/** Milliseconds of a Redis stream id (the Redis server's clock, the same host as the client). */
+const streamMs = (id: string) => Number(id.split('-')[0]);
+
+interface Phases {
+  open: number;
+  pickUp: number;
+  modelStart: number;
+  storeAnswer: number;
+  settle: number;
+  deliver: number;
+}
+
+/** Where one turn's time went, from its events' stream ids. Null when an event is missing. */
+function phases(sample: TurnSample): Phases | null {
+  const at = (test: (d: PortalEvent) => boolean) => {
+    const e = sample.events.find((x) => test(x.data));
+    return e ? streamMs(e.id) : null;
+  };
+  const started = at((d) => d.type === 'turn_started');
+  const queued = at((d) => d.type === 'turn_state' && d.status === 'queued');
+  const running = at((d) => d.type === 'turn_state' && d.status === 'running');
+  const firstBlock = at((d) => d.type === 'block_started');
+  const answer = at((d) => d.type === 'block_finished' && d.block.kind === 'text' && d.block.seq > 1);
+  const finished = at((d) => d.type === 'turn_finished');
+  if ([started, queued, running, firstBlock, answer, finished].some((v) => v === null)) return null;
+  return {
+    open: queued! - sample.postedAt,
+    pickUp: running! - queued!,
+    modelStart: firstBlock! - running!,
+    storeAnswer: answer! - firstBlock!,
+    settle: finished! - answer!,
+    deliver: sample.finishedAt - finished!,
+  };
+}
+
+/** Turns whose events did not arrive as turn_started, turn_state queued, …, turn_finished. */
+function orderProblems(samples: TurnSample[]): string[] {
+  return samples.flatMap((s) => {
+    const seen = s.events.map((e) =>
+      e.data.type === 'turn_state' ? `turn_state ${e.data.status}` : e.data.type,
+    );
+    const queued = seen.indexOf('turn_state queued');
+    const running = seen.indexOf('turn_state running');
+    const ok =
+      seen[0] === 'turn_started' && seen.at(-1) === 'turn_finished' && queued >= 0 && queued < running;
+    return ok ? [] : [`${s.turnId}: ${seen.slice(0, 6).join(', ')}, …`];
+  });
+}
+
+async function main(): Promise<void> {
+  execFileSync(process.execPath, [path.join(ROOT, 'tools', 'build-if-needed.js')], { stdio: 'inherit' });
+  const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: () => 'OK.' });
+  const proxy = await startTimingProxy(fake.baseURL);
+  const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'portal-bench-prof-')) : null;
+  console.log('starting the portal (built services, fresh database and Redis prefix)…');
+  const portal = await startPortal({
+    models: e2eModels(proxy.url),
+    bootstrap: bootstrap(),
+    // The services' defaults (log level included: LOG_LEVEL passes through when set), except the
+    // per-key request limit: one key sends every request here.
+    env: {
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      ...(profileDir && {
+        NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile.preload.js')}`,
+        BENCH_CPU_PROFILE_DIR: profileDir,
+      }),
+    },
+  });
+  const api = new ApiClient(portal.baseURL, API_KEY);
+  const conversations: BenchConversation[] = [];
+  const pg = new Client({ connectionString: portal.database.url });
+  await pg.connect();
+  try {
+    // Warm up: connections, JIT, the first turn's title call.
+    let warm = await BenchConversation.open(portal, api);
+    conversations.push(warm);
+    for (let i = 0; i < WARM_UP_TURNS; i++) await warm.turn(`warm-${i}`);
+
+    // 1. Baseline: the very request the portal sent for a turn, straight to the fake.
+    const portalRequest = fake.requests.filter((r) => r.body?.tools).at(-1)!.body;
+    const { stream: _s, stream_options: _o, ...request } = portalRequest;
+    const baseTimes = await baseline(proxy.url, request, TURNS);
+
+    // 2. Latency: one turn at a time.
+    if (profileDir)
+      for (const app of ['gateway', 'turn-orchestrator'] as const) process.kill(portal.pid(app)!, 'SIGWINCH');
+    const beforeSequential = await accounts(portal, pg);
+    const sequential: TurnSample[] = [];
+    for (let i = 0; i < TURNS; i++) {
+      if (i % LATENCY_TURNS_PER_CONVERSATION === 0) {
+        warm = await BenchConversation.open(portal, api);
+        conversations.push(warm);
+      }
+      sequential.push(await warm.turn(`seq-${i}`));
+    }
+    const afterSequential = await accounts(portal, pg);
+    const modelMs = new Map(proxy.timings.filter((t) => !t.title && t.marker).map((t) => [t.marker!, t.ms]));
+    const latencies = sequential.map((s) => s.latencyMs);
+    const addedPerTurn = sequential.map((s) => s.latencyMs - (modelMs.get(s.marker) ?? NaN));
+
+    // 3. Throughput: CONCURRENCY conversations, each sending its turns one after another.
+    const parallel = await Promise.all(
+      Array.from({ length: CONCURRENCY }, () => BenchConversation.open(portal, api)),
+    );
+    conversations.push(...parallel);
+    // Their first turns (and title calls) before the clock starts, so every conversation is warm.
+    await Promise.all(parallel.map((c, i) => c.turn(`tp-warm-${i}`)));
+    const beforeLoad = await accounts(portal, pg);
+    const started = performance.now();
+    const loaded = (
+      await Promise.all(
+        parallel.map(async (c, ci) => {
+          const out: TurnSample[] = [];
+          for (let i = 0; i < PER_CONVERSATION; i++) out.push(await c.turn(`tp-${ci}-${i}`));
+          return out;
+        }),
+      )
+    ).flat();
+    const wallMs = performance.now() - started;
+    const turnsPerSecond = loaded.length / (wallMs / 1000);
+    const afterLoad = await accounts(portal, pg);
+
+    // 4. Optional: Postgres work per turn, on 50 more sequential turns between flushed statistics.
+    let db: { turns: number; before: DbCounters; after: DbCounters } | null = null;
+    if (DB_STATS) {
+      const c = await BenchConversation.open(portal, api);
+      conversations.push(c);
+      await c.turn('db-warm'); // turn 1 (and its title call) out of the count
+      await statsSettle();
+      const before = await dbCounters(pg);
+      for (let i = 0; i < 50; i++) await c.turn(`db-${i}`);
+      await statsSettle();
+      db = { turns: 50, before, after: await dbCounters(pg) };
+    }
+
+    // --- Report --------------------------------------------------------------------------------
+    const all = [...sequential, ...loaded];
+    const failed = all.filter((s) => s.status !== 'completed').length;
+    const W = 58;
+    const row = (label: string, values: number[]) =>
+      console.log(
+        `${label.padEnd(W)}${fmt(percentile(values, 50))}${fmt(percentile(values, 99))}${fmt(Math.max(...values))}`,
+      );
+    console.log(`\n${'(ms)'.padEnd(W)}${'p50'.padStart(8)}${'p99'.padStart(8)}${'max'.padStart(8)}`);
+    row(`baseline: openai SDK stream to the fake (${baseTimes.length})`, baseTimes);
+    row(
+      `  model call as the proxy saw the portal's`,
+      sequential.map((s) => modelMs.get(s.marker) ?? NaN),
+    );
+    row(`portal: POST → turn_finished received (${sequential.length})`, latencies);
+    row(
+      `  POST answered (202)`,
+      sequential.map((s) => s.acceptedAt - s.postedAt),
+    );
+    console.log(
+      `${'added: portal pX − baseline pX'.padEnd(W)}${fmt(percentile(latencies, 50) - percentile(baseTimes, 50))}${fmt(
+        percentile(latencies, 99) - percentile(baseTimes, 99),
+      )}`,
+    );
+    row(`added per turn: latency − its model call`, addedPerTurn);
+    row(
+      `under load (${CONCURRENCY} conversations): latency`,
+      loaded.map((s) => s.latencyMs),
+    );
+    console.log(
+      `throughput: ${loaded.length} turns in ${(wallMs / 1000).toFixed(2)} s over ${CONCURRENCY} conversations = ${turnsPerSecond.toFixed(1)} turns/s`,
+    );
+    console.log(
+      `targets: added p50 < ${TARGETS.addedP50Ms} ms: ${percentile(addedPerTurn, 50) < TARGETS.addedP50Ms ? 'met' : 'MISSED'}; ` +
+        `added p99 < ${TARGETS.addedP99Ms} ms: ${percentile(addedPerTurn, 99) < TARGETS.addedP99Ms ? 'met' : 'MISSED'}; ` +
+        `≥ ${TARGETS.turnsPerSecond} turns/s: ${turnsPerSecond >= TARGETS.turnsPerSecond ? 'met' : 'MISSED'}`,
+    );
+    const disordered = orderProblems(all);
+    console.log(
+      `turns not completed: ${failed}; turns whose events arrived out of order: ${disordered.length}`,
+    );
+    for (const line of disordered.slice(0, 5)) console.log(`  ${line}`);
+
+    for (const [label, samples] of [
+      ['sequential', sequential],
+      [`${CONCURRENCY} concurrent`, loaded],
+    ] as const) {
+      const parts = samples.map(phases).filter((p): p is Phases => p !== null);
+      console.log(
+        `\nwhere the time goes, ${label} (ms, from the events' stream ids; ${parts.length} turns):`,
+      );
+      const names: [keyof Phases, string][] = [
+        ['open', 'POST → `queued` published (auth, checks, tx)'],
+        ['pickUp', '`queued` → `running` (enqueue, pick-up, claim)'],
+        ['modelStart', '`running` → block_started (load, assemble, call)'],
+        ['storeAnswer', 'block_started → answer stored (stream, tx)'],
+        ['settle', 'answer stored → turn_finished (settle tx)'],
+        ['deliver', 'turn_finished → at the client (SSE)'],
+      ];
+      for (const [key, text] of names)
+        row(
+          `  ${text}`,
+          parts.map((p) => p[key]),
+        );
+    }
+
+    const seqCpu = cpuPerTurn(beforeSequential, afterSequential, sequential.length);
+    const loadCpu = cpuPerTurn(beforeLoad, afterLoad, loaded.length);
+    console.log(
+      `\nCPU time per turn (ms; /proc user+system)${''.padEnd(W - 41)}${'seq'.padStart(8)}${'load'.padStart(8)}`,
+    );
+    seqCpu.forEach(([name, ms], i) => console.log(`  ${name.padEnd(W - 2)}${fmt(ms)}${fmt(loadCpu[i][1])}`));
+    const portalCpu = loadCpu
+      .filter(([n]) => !n.startsWith('bench') && !n.startsWith('redis'))
+      .reduce((t, [, ms]) => t + ms, 0);
+    console.log(
+      `  => gateway + orchestrator + Postgres: ${portalCpu.toFixed(1)} ms of CPU per turn under load: at most ~${(1000 / portalCpu).toFixed(0)} turns/s per core`,
+    );
+
+    if (db) {
+      const d = (k: Exclude<keyof DbCounters, 'tables'>) =>
+        ((db!.after[k] - db!.before[k]) / db!.turns).toFixed(1).padStart(7);
+      console.log(
+        `\nPostgres per one-call turn (${db.turns} sequential turns, statistics flushed before and after):`,
+      );
+      console.log(`  transactions committed ${d('commits')}   rolled back ${d('rollbacks')}`);
+      console.log(`  rows inserted ${d('inserted')}   updated ${d('updated')}   deleted ${d('deleted')}`);
+      console.log(
+        `  table scans (seq + index) ${d('scans')}   rows returned ${d('returned')}   fetched ${d('fetched')}`,
+      );
+      console.log('  per table, per turn:          seq scans  rows they read  index scans  rows written');
+      const per = (table: string, k: 'seq' | 'seqRead' | 'idx' | 'written') =>
+        ((db!.after.tables[table]?.[k] ?? 0) - (db!.before.tables[table]?.[k] ?? 0)) / db!.turns;
+      const tables = Object.keys(db.after.tables)
+        .map((t) => ({
+          t,
+          seq: per(t, 'seq'),
+          read: per(t, 'seqRead'),
+          idx: per(t, 'idx'),
+          w: per(t, 'written'),
+        }))
+        .filter((x) => x.seq + x.idx + x.w > 0)
+        .sort((a, b) => b.read + b.idx - (a.read + a.idx));
+      for (const x of tables) {
+        const cells = [
+          x.seq.toFixed(1).padStart(11),
+          x.read.toFixed(0).padStart(16),
+          x.idx.toFixed(1).padStart(13),
+        ];
+        console.log(`    ${x.t.padEnd(28)}${cells.join('')}${x.w.toFixed(1).padStart(14)}`);
+      }
+    }
+  } finally {
+    for (const c of conversations) c.close();
+    await pg.end().catch(() => undefined);
+    if (profileDir) {
+      // A graceful exit writes the profiles.
+      await portal.kill('gateway', 'SIGTERM');
+      await portal.kill('turn-orchestrator', 'SIGTERM');
+      for (const line of summariseProfiles(profileDir)) console.log(line);
+      rmSync(profileDir, { recursive: true, force: true });
+    }
+    await portal.stop();
+    proxy.server.closeAllConnections();
+    proxy.server.close();
+    await fake.close();
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,74 @@
+// Bundles the web client (apps/portal-web) with esbuild into dist/apps/portal-web/public, where the
+// gateway serves it: app.js (+ source map), index.html and styles.css. Each file is replaced in one
+// step, so a running gateway (or a test suite building at the same time) never serves a gap.
+const fs = require('node:fs');
+const path = require('node:path');
+const esbuild = require('esbuild');
+
+const root = path.resolve(__dirname, '..');
+const app = path.join(root, 'apps', 'portal-web');
+const out = path.join(root, 'dist', 'apps', 'portal-web', 'public');
+const libs = path.join(root, 'libs') + path.sep;
+
+// The workspace libs the client imports are pure (ARCHITECTURE rule 1): marked free of side effects,
+// their unused exports fall away, with the Node-only packages that only those exports need.
+const pureLibs = {
+  name: 'pure-libs',
+  setup(build) {
+    build.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.pluginData === 'pure-libs' || !args.importer.startsWith(libs)) return undefined;
+      const resolved = await build.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: 'pure-libs',
+      });
+      if (resolved.errors.length > 0) return { path: args.path, external: true, sideEffects: false };
+      return { ...resolved, sideEffects: false };
+    });
+  },
+};
+
+/** Replaces a file in one step, so a gateway serving the folder never sees it half written or gone. */
+function writeAtomically(file, contents) {
+  const temp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, contents);
+  fs.renameSync(temp, file);
+}
+
+async function main() {
+  fs.mkdirSync(out, { recursive: true });
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: [path.join(app, 'src', 'main.ts')],
+    outfile: path.join(out, 'app.js'),
+    bundle: true,
+    format: 'iife',
+    platform: 'browser',
+    target: ['chrome110', 'firefox115', 'safari16.4'],
+    tsconfig: path.join(root, 'tsconfig.base.json'),
+    sourcemap: true,
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    metafile: true,
+    write: false,
+    plugins: [pureLibs],
+  });
+  // A Node-only package left in the bundle would fail in the browser: refuse to ship it.
+  const external = Object.values(result.metafile.outputs).flatMap((o) =>
+    o.imports.filter((i) => i.external).map((i) => i.path),
+  );
+  if (external.length > 0) throw new Error(`portal-web: the bundle still needs ${external.join(', ')}`);
+  for (const file of result.outputFiles) writeAtomically(file.path, file.contents);
+  for (const file of ['index.html', 'styles.css']) {
+    writeAtomically(path.join(out, file), fs.readFileSync(path.join(app, 'public', file)));
+  }
+  const size = fs.statSync(path.join(out, 'app.js')).size;
+  console.log(`portal-web: ${path.relative(root, out)} (app.js ${(size / 1024).toFixed(1)} kB)`);
+}
+
+main().catch((err) => {
+  console.error(err.message);
+  process.exit(1);
+});
