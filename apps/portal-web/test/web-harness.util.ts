@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -65,6 +66,14 @@ function sideCall(request: FakeRequest, pace: WebHarness['summaryPace']): FakeSc
  * The whole portal (built services as processes, `startPortal`) on a fake model, an HTTP tool that
  * needs approval, and a headless Chromium.
  */
+/** `test-artifacts/portal-web/<test name>.png` (not committed; CI keeps it as an artifact). */
+async function saveScreenshot(page: Page, name: string): Promise<void> {
+  const root = path.resolve(__dirname, '..', '..', '..');
+  const file = path.join(root, 'test-artifacts', 'portal-web', `${name.replace(/[^a-z0-9]+/gi, '-')}.png`);
+  mkdirSync(path.dirname(file), { recursive: true });
+  await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+}
+
 export async function startWebHarness(): Promise<WebHarness> {
   // The bundle is cheap to build and must match the sources under test.
   const root = path.resolve(__dirname, '..', '..', '..');
@@ -175,6 +184,12 @@ export async function startWebHarness(): Promise<WebHarness> {
     async signedInPage() {
       const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
       const page = await context.newPage();
+      // Each test closes its context at its end: keep what the screen showed then, as a test artifact.
+      const close = context.close.bind(context);
+      context.close = async (options) => {
+        await saveScreenshot(page, expect.getState().currentTestName ?? 'page');
+        return close(options);
+      };
       await page.goto(portal.baseURL + '/');
       await page.getByLabel('API key').fill(KEY);
       await page.getByRole('button', { name: 'Sign in' }).click();

@@ -1,0 +1,269 @@
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { DataSource } from 'typeorm';
+import {
+  ApiClient,
+  startFakeOpenAI,
+  startPortal,
+  subscribeEvents,
+  type FakeOpenAI,
+  type FakeRequest,
+  type RunningPortal,
+} from '@portal/testing';
+import { seedConversation } from '../../libs/dal/bench/window-assemble.bench';
+import { createDataSource } from '../../libs/dal/src/data-source';
+import { answer, settledTurn } from '../../libs/dal/src/testing/dal.fixtures';
+
+/**
+ * `npm run bench:compaction`: the time the portal adds to a manual compaction (SPEC 5), for a
+ * conversation of 50 turns against one of 5,000. The built services run as real processes (like the
+ * end-to-end tests) with an instant fake model behind a timing proxy. Conversations are seeded
+ * straight into the portal's database with the prompt bench's set-based SQL (`seedConversation`:
+ * each turn with 10 tool calls of 1,000-character results), then `/compact` is POSTed and timed
+ * until the client receives `turn_finished`; the added time is that minus the summary call's time
+ * at the proxy (request arrival to the end of the fake's answer). Two cases, median of RUNS each:
+ *
+ * 1. first compaction: a freshly seeded conversation, so the summary covers all N turns. SPEC 5.2
+ *    makes the summary cover everything since the previous summary, so this read (and the prompt
+ *    it feeds) is O(turns since the last summary) by design;
+ * 2. next compaction: one more turn after the previous `/compact` (which the rules require), so
+ *    the summary covers the previous summary and one turn. This is what must not grow with length.
+ *
+ * Options: `--runs=N` (default 5).
+ */
+
+const arg = (name: string, fallback: number) => {
+  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return found ? Number(found.split('=')[1]) : fallback;
+};
+const RUNS = arg('runs', 5);
+const LENGTHS = [50, 5_000];
+const ORG = 'bench'; // seedConversation's org, agent `researcher` (model `gpt-test`), user alice
+const API_KEY = 'pk_bench_compaction_alice';
+
+// --- Timing proxy in front of the fake model -------------------------------------------------
+
+interface ProxyTiming {
+  ms: number;
+  summary: boolean;
+  bytes: number;
+}
+
+async function startTimingProxy(
+  target: string,
+): Promise<{ url: string; timings: ProxyTiming[]; server: Server }> {
+  const upstream = new URL(target);
+  const timings: ProxyTiming[] = [];
+  const server = createServer((req, res) => {
+    const started = performance.now();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const summary = body.includes('You write the summary that replaces');
+      const forward = httpRequest(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: upstream.host },
+        },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+          up.on('end', () => timings.push({ ms: performance.now() - started, summary, bytes: body.length }));
+        },
+      );
+      forward.on('error', () => res.destroy());
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, timings, server };
+}
+
+/** An instant summary with the heading the prompt asks for. */
+function summaryAnswer(request: FakeRequest): string {
+  const all = JSON.stringify(request.body?.messages ?? []);
+  const heading =
+    /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(all)?.[1] ?? 'Summary of turns 1–1';
+  return `${heading}\n## Requests\n- Turn 1: how did the regions do?\n## Work done\n- Looked the regions up.`;
+}
+
+// --- Numbers -----------------------------------------------------------------------------------
+
+const median = (values: number[]) => {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const fmt = (ms: number, width = 12) => (Number.isFinite(ms) ? ms.toFixed(1) : 'n/a').padStart(width);
+
+// --- One timed compaction ------------------------------------------------------------------------
+
+interface Sample {
+  totalMs: number;
+  modelMs: number;
+  addedMs: number;
+  promptKB: number;
+}
+
+async function compactOnce(
+  portal: RunningPortal,
+  timings: ProxyTiming[],
+  conversationId: string,
+): Promise<Sample> {
+  const api = new ApiClient(portal.baseURL, API_KEY);
+  const events = await subscribeEvents(
+    `${portal.baseURL}/v1/conversations/${conversationId}/events`,
+    API_KEY,
+  );
+  if (events.status !== 200) throw new Error(`events: ${events.status} ${JSON.stringify(events.errorBody)}`);
+  try {
+    const seen = timings.length;
+    const started = performance.now();
+    const res = await api.post(`/v1/conversations/${conversationId}/messages`, { text: '/compact' });
+    if (res.status !== 202) throw new Error(`/compact: ${res.status} ${JSON.stringify(res.body)}`);
+    const turnId = res.body.turnId as string;
+    const finished = await events.waitFor(
+      (e) => e.data.type === 'turn_finished' && e.data.turnId === turnId,
+      { timeoutMs: 300_000 },
+    );
+    const totalMs = performance.now() - started;
+    if (finished.data.status !== 'completed') throw new Error(`compaction ${JSON.stringify(finished.data)}`);
+    const calls = timings.slice(seen).filter((t) => t.summary);
+    const modelMs = calls.reduce((sum, t) => sum + t.ms, 0);
+    const promptKB = calls.reduce((sum, t) => sum + t.bytes, 0) / 1024;
+    return { totalMs, modelMs, addedMs: totalMs - modelMs, promptKB };
+  } finally {
+    events.close();
+  }
+}
+
+// --- Main ----------------------------------------------------------------------------------------
+
+interface Row {
+  length: number;
+  first: Sample[];
+  next: Sample[];
+  seedMs: number;
+}
+
+async function main(): Promise<void> {
+  const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: summaryAnswer });
+  const proxy = await startTimingProxy(fake.baseURL);
+  let portal: RunningPortal | undefined;
+  let ds: DataSource | undefined;
+  try {
+    portal = await startPortal({
+      models: {
+        models: [
+          {
+            id: 'gpt-test',
+            model: 'fake-bench',
+            baseURL: proxy.url,
+            contextWindow: 128_000,
+            reasoning: false,
+            price: { inputPerMTok: 1, outputPerMTok: 2, cachedInputPerMTok: 0.5 },
+          },
+        ],
+      },
+      bootstrap: {
+        portalFloor: 'You are the bench assistant.',
+        orgs: [
+          {
+            id: ORG,
+            users: [{ id: 'alice', role: 'author', apiKey: API_KEY }],
+            agents: [
+              {
+                id: 'researcher',
+                name: 'Researcher',
+                instructions: 'Research.',
+                model: 'gpt-test',
+                effort: 'low',
+              },
+            ],
+          },
+        ],
+      },
+    });
+    ds = await createDataSource(portal.database.url).initialize();
+    const db = ds;
+
+    const seed = async (length: number) => {
+      const started = performance.now();
+      const id = await seedConversation(db, length);
+      return { id, ms: performance.now() - started };
+    };
+
+    // Warm up: connections, caches, the JIT in every process.
+    for (let i = 0; i < 3; i++) await compactOnce(portal, proxy.timings, (await seed(50)).id);
+
+    const rows: Row[] = [];
+    for (const length of LENGTHS) {
+      const row: Row = { length, first: [], next: [], seedMs: 0 };
+      let last = '';
+      for (let run = 0; run < RUNS; run++) {
+        const seeded = await seed(length);
+        row.seedMs += seeded.ms / RUNS;
+        row.first.push(await compactOnce(portal, proxy.timings, seeded.id));
+        last = seeded.id;
+      }
+      for (let run = 0; run < RUNS; run++) {
+        // One more turn, so `/compact` is allowed again; the summary covers the last one and it.
+        await settledTurn(db, ORG, last, {
+          text: `One more question ${run}`,
+          blocks: [answer(`Answer ${run}.`)],
+        });
+        row.next.push(await compactOnce(portal, proxy.timings, last));
+      }
+      rows.push(row);
+      console.log(
+        `  ${length} turns: seeded in ${fmt(row.seedMs, 0)} ms each; first ${row.first.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; next ${row.next.map((s) => s.addedMs.toFixed(0)).join(', ')} ms`,
+      );
+    }
+    print(rows);
+  } finally {
+    if (ds?.isInitialized) await ds.destroy();
+    await portal?.stop();
+    proxy.server.closeAllConnections();
+    await new Promise((resolve) => proxy.server.close(resolve));
+    await fake.close();
+  }
+}
+
+function print(rows: Row[]): void {
+  const [small, large] = rows;
+  const line = (label: string, pick: (r: Row) => Sample[], field: keyof Sample) => {
+    const a = median(pick(small).map((s) => s[field]));
+    const b = median(pick(large).map((s) => s[field]));
+    console.log(`${label.padEnd(44)}${fmt(a)}${fmt(b)}${fmt(b / a, 9)}x`);
+  };
+  console.log(
+    `\nCompaction, time the portal adds (median of ${RUNS}; POST /compact to turn_finished minus the summary call at the fake)`,
+  );
+  console.log(
+    `${''.padEnd(44)}${`${small.length} turns`.padStart(12)}${`${large.length} turns`.padStart(12)}    ratio`,
+  );
+  console.log('first compaction (summary covers all N turns)');
+  line('  added ms', (r) => r.first, 'addedMs');
+  line('  total ms', (r) => r.first, 'totalMs');
+  line('  summary call at the fake, ms', (r) => r.first, 'modelMs');
+  line('  summary prompt, KB', (r) => r.first, 'promptKB');
+  console.log('next compaction (previous summary + 1 turn)');
+  line('  added ms', (r) => r.next, 'addedMs');
+  line('  total ms', (r) => r.next, 'totalMs');
+  line('  summary call at the fake, ms', (r) => r.next, 'modelMs');
+  line('  summary prompt, KB', (r) => r.next, 'promptKB');
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,341 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import sharp from 'sharp';
+import type { AttachmentManifest } from '@portal/domain';
+import {
+  E2E_KEYS,
+  simplePdf,
+  startE2EPortal,
+  startFakeOpenAI,
+  type E2EConversation,
+  type E2EPortal,
+  type FakeOpenAI,
+  type SseEvent,
+} from '@portal/testing';
+
+/**
+ * `npm run bench:ingest`: what the portal's attachment path costs next to the bare tool doing the
+ * same work. The built services run as real processes (like the end-to-end tests) on a fresh
+ * database and Redis prefix; no model is called.
+ *
+ * 1. A 12-megapixel JPEG (4000×3000, EXIF orientation 6) uploaded to a conversation whose agent's
+ *    model sees (2048 × 768): from POST /v1/attachments until the conversation's
+ *    `attachment_progress` event says `finished`, against one bare sharp call on the same bytes
+ *    (rotate + resize to the same size + JPEG encode). Median of N runs each (`--runs=N`, ≥ 5).
+ * 2. A 300-page text PDF (`--pages=N`) the same way, against `pdftotext` on the same file: pages
+ *    per second of each (median of `--pdf-runs=N` runs).
+ */
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const arg = (name: string, fallback: number) => {
+  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return found ? Number(found.split('=')[1]) : fallback;
+};
+const RUNS = Math.max(5, arg('runs', 7));
+const PDF_RUNS = Math.max(1, arg('pdf-runs', 3));
+const PAGES = arg('pages', 300);
+const PDFTOTEXT = '/usr/bin/pdftotext';
+/** The agent `deep` of the e2e bootstrap uses the model `thinker`: vision 2048 × 768. */
+const VISION = { maxLongSide: 2048, maxShortSide: 768 };
+const TARGETS = { pictureRatio: 1.5, pdfRatio: 4 };
+const SETTLE_TIMEOUT_MS = 300_000;
+
+// --- Numbers -----------------------------------------------------------------------------------
+
+function median(values: number[]): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+const num = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
+
+// --- Inputs ------------------------------------------------------------------------------------
+
+/** A 4000×3000 gradient with noise, JPEG quality 90, tagged EXIF orientation 6 (rotate 90°). */
+async function twelveMegapixelJpeg(): Promise<Buffer> {
+  const width = 4000;
+  const height = 3000;
+  const raw = Buffer.alloc(width * height * 3);
+  let seed = 42;
+  const noise = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return (seed >> 16) % 48;
+  };
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 3;
+      raw[i] = Math.min(255, ((x * 200) / width + noise()) | 0);
+      raw[i + 1] = Math.min(255, ((y * 200) / height + noise()) | 0);
+      raw[i + 2] = Math.min(255, (((x + y) * 100) / (width + height) + 80 + noise()) | 0);
+    }
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 90 })
+    .withMetadata({ orientation: 6 })
+    .toBuffer();
+}
+
+const WORDS =
+  'the portal reads every page of a document and stores its text so that a model can search and quote it later while the reader keeps within its limits of memory and time'.split(
+    ' ',
+  );
+
+/** `pages` pages of a few paragraphs each (about 30 lines of 80 characters), deflated. */
+function textPdf(pages: number): Buffer {
+  let k = 0;
+  const line = () => {
+    const words: string[] = [];
+    let length = 0;
+    while (length < 75) {
+      const w = WORDS[k++ % WORDS.length];
+      words.push(w);
+      length += w.length + 1;
+    }
+    return words.join(' ');
+  };
+  const content = Array.from({ length: pages }, (_, p) => {
+    const lines = [`Chapter ${p + 1}`, ''];
+    for (let paragraph = 0; paragraph < 4; paragraph++) {
+      for (let l = 0; l < 7; l++) lines.push(line());
+      lines.push('');
+    }
+    return lines;
+  });
+  return simplePdf(content, { flate: true });
+}
+
+// --- The portal path ---------------------------------------------------------------------------
+
+interface PathSample {
+  id: string;
+  /** ms from POST until the 201, until the `reading` event, until the `finished` event. */
+  uploaded: number;
+  reading: number;
+  finished: number;
+  manifest: AttachmentManifest;
+}
+
+async function throughPortal(
+  e2e: E2EPortal,
+  chat: E2EConversation,
+  bytes: Buffer,
+  filename: string,
+  type: string,
+): Promise<PathSample> {
+  const from = chat.events.events.length;
+  const form = new FormData();
+  form.append('conversationId', chat.id);
+  form.append('file', new Blob([new Uint8Array(bytes)], { type }), filename);
+  const started = performance.now();
+  const res = await fetch(`${e2e.portal.baseURL}/v1/attachments`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${E2E_KEYS.alice}` },
+    body: form,
+  });
+  const body = (await res.json()) as { id: string };
+  const uploaded = performance.now() - started;
+  if (res.status !== 201) throw new Error(`upload ${filename}: ${res.status} ${JSON.stringify(body)}`);
+  const mine = (e: SseEvent) => e.data.type === 'attachment_progress' && e.data.attachment.id === body.id;
+  let reading = NaN;
+  void chat.events
+    .waitFor((e) => mine(e) && e.data.attachment.status !== 'pending', { from, timeoutMs: SETTLE_TIMEOUT_MS })
+    .then(
+      () => (reading = performance.now() - started),
+      () => undefined,
+    );
+  const done = await chat.events.waitFor(
+    (e) => mine(e) && (e.data.attachment.status === 'finished' || e.data.attachment.status === 'failed'),
+    { from, timeoutMs: SETTLE_TIMEOUT_MS },
+  );
+  const finished = performance.now() - started;
+  const manifest = done.data.attachment as AttachmentManifest;
+  if (manifest.status !== 'finished') throw new Error(`${filename}: ${manifest.status} ${manifest.error}`);
+  return { id: body.id, uploaded, reading, finished, manifest };
+}
+
+// --- The bare tools ----------------------------------------------------------------------------
+
+/** The worker's sharp work in one call: orient, resize to the fitted size, encode, no metadata. */
+async function bareSharp(input: Buffer): Promise<{ ms: number; width: number; height: number }> {
+  const started = performance.now();
+  const meta = await sharp(input).metadata();
+  const long = Math.max(meta.autoOrient.width, meta.autoOrient.height);
+  const short = Math.min(meta.autoOrient.width, meta.autoOrient.height);
+  const scale = Math.min(1, VISION.maxLongSide / long, VISION.maxShortSide / short);
+  const { info } = await sharp(input, { failOn: 'error', autoOrient: true, pages: 1 })
+    .resize(Math.round(meta.autoOrient.width * scale), Math.round(meta.autoOrient.height * scale), {
+      fit: 'fill',
+    })
+    .jpeg({ quality: 85 })
+    .toBuffer({ resolveWithObject: true });
+  return { ms: performance.now() - started, width: info.width, height: info.height };
+}
+
+function barePdftotext(file: string): number {
+  const started = performance.now();
+  const run = spawnSync(PDFTOTEXT, ['-enc', 'UTF-8', file, '-'], { maxBuffer: 256 * 1024 * 1024 });
+  if (run.status !== 0) throw new Error(`pdftotext: ${run.status} ${run.stderr?.toString()}`);
+  return performance.now() - started;
+}
+
+/**
+ * pdf.js alone on the same file (the legacy build the worker uses, with its options), in a child
+ * process so its ESM build loads as is: ms from getDocument to the last page's text, measured inside.
+ */
+function barePdfjs(file: string): number {
+  const pdfjsUrl = pathToFileURL(
+    path.join(path.dirname(require.resolve('pdfjs-dist/package.json')), 'legacy/build/pdf.mjs'),
+  ).href;
+  const script = `
+    import { readFileSync } from 'node:fs';
+    const pdfjs = await import(${JSON.stringify(pdfjsUrl)});
+    const data = new Uint8Array(readFileSync(${JSON.stringify(file)}));
+    const started = performance.now();
+    const doc = await pdfjs.getDocument({ data, isEvalSupported: false, disableFontFace: true, useSystemFonts: false,
+      useWasm: false, useWorkerFetch: false, isOffscreenCanvasSupported: false, isImageDecoderSupported: false,
+      maxImageSize: 0, enableXfa: false, stopAtErrors: false, verbosity: 0 }).promise;
+    let chars = 0;
+    for (let i = 1; i <= doc.numPages; i++) {
+      const page = await doc.getPage(i);
+      const content = await page.getTextContent();
+      for (const item of content.items) chars += item.str?.length ?? 0;
+      page.cleanup();
+    }
+    await doc.destroy();
+    process.stdout.write(String(performance.now() - started));`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`pdf.js: ${run.status} ${run.stderr}`);
+  return Number(run.stdout);
+}
+
+// --- Main --------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  execFileSync(process.execPath, [path.join(ROOT, 'tools', 'build-if-needed.js')], { stdio: 'inherit' });
+  console.log('generating the inputs…');
+  const jpeg = await twelveMegapixelJpeg();
+  const pdf = textPdf(PAGES);
+  const dir = mkdtempSync(path.join(tmpdir(), 'portal-bench-ingest-'));
+  const pdfFile = path.join(dir, 'bench.pdf');
+  writeFileSync(pdfFile, pdf);
+  console.log(
+    `  JPEG 4000×3000 (EXIF orientation 6): ${(jpeg.length / 1e6).toFixed(1)} MB; PDF ${PAGES} pages: ${(pdf.length / 1e6).toFixed(2)} MB`,
+  );
+
+  let fake: FakeOpenAI | undefined;
+  let e2e: E2EPortal | undefined;
+  try {
+    fake = await startFakeOpenAI();
+    console.log('starting the portal (built services, fresh database and Redis prefix)…');
+    e2e = await startE2EPortal(fake, { env: { RATE_LIMIT_PER_MINUTE: '1000000' } });
+    const chat = await e2e.conversation('alice', 'deep');
+
+    // 1. Picture: one warm-up each, then RUNS alternating.
+    await throughPortal(e2e, chat, jpeg, 'warm.jpg', 'image/jpeg');
+    await bareSharp(jpeg);
+    const picturePortal: PathSample[] = [];
+    const pictureBare: number[] = [];
+    let bareSize = '';
+    for (let i = 0; i < RUNS; i++) {
+      picturePortal.push(await throughPortal(e2e, chat, jpeg, `bench-${i}.jpg`, 'image/jpeg'));
+      const bare = await bareSharp(jpeg);
+      pictureBare.push(bare.ms);
+      bareSize = `${bare.width}×${bare.height}`;
+    }
+    const picture = picturePortal[0].manifest.picture ?? { width: NaN, height: NaN };
+
+    // 2. PDF.
+    const hasPdftotext = existsSync(PDFTOTEXT);
+    const pdfPortal: PathSample[] = [];
+    const pdfBare: number[] = [];
+    const pdfjsBare: number[] = [];
+    if (hasPdftotext) barePdftotext(pdfFile); // warm the page cache
+    for (let i = 0; i < PDF_RUNS; i++) {
+      pdfPortal.push(await throughPortal(e2e, chat, pdf, `bench-${i}.pdf`, 'application/pdf'));
+      if (hasPdftotext) pdfBare.push(barePdftotext(pdfFile));
+      pdfjsBare.push(barePdfjs(pdfFile));
+    }
+    const pagesRead = pdfPortal[0].manifest.pagesRead;
+
+    // --- Report --------------------------------------------------------------------------------
+    const W = 62;
+    const line = (label: string, ...cells: string[]) =>
+      console.log(`${label.padEnd(W)}${cells.map((c) => c.padStart(12)).join('')}`);
+    console.log('');
+    line(`1. 12 MP JPEG → ${picture.width}×${picture.height} JPEG (median of ${RUNS})`, 'ms');
+    const portalMs = median(picturePortal.map((s) => s.finished));
+    const sharpMs = median(pictureBare);
+    line(`   portal: POST → attachment_progress finished`, num(portalMs));
+    line(
+      `     of which POST answered (upload stored, queued)`,
+      num(median(picturePortal.map((s) => s.uploaded))),
+    );
+    line(`     of which POST → reading (queue pick-up)`, num(median(picturePortal.map((s) => s.reading))));
+    line(
+      `     of which reading → finished (probe, sharp, store)`,
+      num(median(picturePortal.map((s) => s.finished - s.reading))),
+    );
+    line(`   bare sharp: rotate + resize to ${bareSize} + encode`, num(sharpMs));
+    const pictureRatio = portalMs / sharpMs;
+    line(
+      `   ratio portal / sharp (target ≤ ${TARGETS.pictureRatio}×)`,
+      `${num(pictureRatio, 2)}× ${pictureRatio <= TARGETS.pictureRatio ? 'met' : 'MISSED'}`,
+    );
+
+    console.log('');
+    line(`2. ${PAGES}-page text PDF (median of ${PDF_RUNS}; ${pagesRead} pages read)`, 'ms', 'pages/s');
+    const pdfMs = median(pdfPortal.map((s) => s.finished));
+    const portalRate = PAGES / (pdfMs / 1000);
+    line(`   portal: POST → attachment_progress finished`, num(pdfMs), num(portalRate));
+    line(
+      `     of which POST answered (upload stored, queued)`,
+      num(median(pdfPortal.map((s) => s.uploaded))),
+    );
+    line(`     of which POST → reading (queue pick-up)`, num(median(pdfPortal.map((s) => s.reading))));
+    line(
+      `     of which reading → finished (pdf.js, store pages)`,
+      num(median(pdfPortal.map((s) => s.finished - s.reading))),
+    );
+    const pdfjsMs = median(pdfjsBare);
+    line(
+      `   bare pdf.js in one process (getTextContent per page)`,
+      num(pdfjsMs),
+      num(PAGES / (pdfjsMs / 1000)),
+    );
+    if (hasPdftotext) {
+      const bareMs = median(pdfBare);
+      const bareRate = PAGES / (bareMs / 1000);
+      line(`   pdftotext (child process)`, num(bareMs), num(bareRate));
+      const pdfRatio = bareRate / portalRate;
+      line(
+        `   ratio pdftotext / portal pages/s (target ≤ ${TARGETS.pdfRatio}×)`,
+        '',
+        `${num(pdfRatio, 2)}× ${pdfRatio <= TARGETS.pdfRatio ? 'met' : 'MISSED'}`,
+      );
+    } else {
+      console.log(
+        `   ${PDFTOTEXT} is missing: install it with \`sudo apt-get install poppler-utils\` for the comparison`,
+      );
+    }
+  } finally {
+    await e2e?.stop();
+    await fake?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
