@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { QueueName } from '@portal/contracts';
+import { isDatabaseReady } from '@portal/dal';
 import { bootWorker, configOrExit } from '@portal/queue';
 import { AppModule } from './app.module';
 import { readConfig } from './config';
@@ -12,13 +13,5 @@ void bootWorker({
   module: AppModule.forRoot(config),
   queues: [QueueName.Attachments],
   healthPort: config.healthPort,
-  ready: (app) => async () => ({
-    database: await app
-      .get(DataSource)
-      .query('SELECT 1')
-      .then(
-        () => true,
-        () => false,
-      ),
-  }),
+  ready: (app) => async () => ({ database: await isDatabaseReady(app.get(DataSource)) }),
 });

@@ -74,3 +74,11 @@ async function connectToPostgresDb(databaseUrl: string): Promise<{ name: string;
   await client.connect();
   return { name, client };
 }
+
+/** Readiness: the database answers a trivial query. */
+export function isDatabaseReady(dataSource: DataSource): Promise<boolean> {
+  return dataSource.query('SELECT 1').then(
+    () => true,
+    () => false,
+  );
+}

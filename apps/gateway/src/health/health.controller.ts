@@ -1,6 +1,7 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
+import { isDatabaseReady } from '@portal/dal';
 import { QueueService } from '@portal/queue';
 import { Public } from '../common/auth.decorator';
 
@@ -20,10 +21,7 @@ export class HealthController {
   @Get('ready')
   async ready(@Res() reply: FastifyReply) {
     const checks = {
-      database: await this.dataSource.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
+      database: await isDatabaseReady(this.dataSource),
       redis: await this.queues.ping(),
     };
     const ok = Object.values(checks).every(Boolean);
