@@ -1,5 +1,3 @@
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { DataSource } from 'typeorm';
 import {
@@ -14,6 +12,7 @@ import {
 import { seedConversation } from '../../libs/dal/bench/window-assemble.bench';
 import { createDataSource } from '../../libs/dal/src/data-source';
 import { answer, settledTurn } from '../../libs/dal/src/testing/dal.fixtures';
+import { startTimingProxy } from './timing-proxy.util';
 
 /**
  * `npm run bench:compaction`: the time the portal adds to a manual compaction (SPEC 5), for a
@@ -50,39 +49,9 @@ interface ProxyTiming {
   bytes: number;
 }
 
-async function startTimingProxy(
-  target: string,
-): Promise<{ url: string; timings: ProxyTiming[]; server: Server }> {
-  const upstream = new URL(target);
-  const timings: ProxyTiming[] = [];
-  const server = createServer((req, res) => {
-    const started = performance.now();
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const summary = body.includes('You write the summary that replaces');
-      const forward = httpRequest(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: upstream.host },
-        },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-          up.on('end', () => timings.push({ ms: performance.now() - started, summary, bytes: body.length }));
-        },
-      );
-      forward.on('error', () => res.destroy());
-      forward.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, timings, server };
+/** What the proxy records of each model call. */
+function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
+  return { summary: body.includes('You write the summary that replaces'), bytes: body.length };
 }
 
 /** An instant summary with the heading the prompt asks for. */
@@ -155,7 +124,7 @@ interface Row {
 
 async function main(): Promise<void> {
   const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: summaryAnswer });
-  const proxy = await startTimingProxy(fake.baseURL);
+  const proxy = await startTimingProxy(fake.baseURL, describeCall);
   let portal: RunningPortal | undefined;
   let ds: DataSource | undefined;
   try {

@@ -1,8 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import OpenAI from 'openai';
@@ -20,6 +18,7 @@ import {
   type RunningPortal,
   type SseEvent,
 } from '@portal/testing';
+import { startTimingProxy } from './timing-proxy.util';
 
 /**
  * `npm run bench:turns`: what the portal adds to a model call. The built services run as real
@@ -66,43 +65,12 @@ interface ProxyTiming {
   title: boolean;
 }
 
-/** Forwards to the fake and records each call's time as the model's own. */
-async function startTimingProxy(
-  target: string,
-): Promise<{ url: string; timings: ProxyTiming[]; server: Server }> {
-  const upstream = new URL(target);
-  const timings: ProxyTiming[] = [];
-  const server = createServer((req, res) => {
-    const started = performance.now();
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const text = body.toString('utf8');
-      // The newest marker: memory replays the conversation's earlier messages before it.
-      const marker = [...text.matchAll(/\[bench:([\w-]+)\]/g)].at(-1)?.[1] ?? null;
-      const title = text.includes('You name conversations');
-      const forward = httpRequest(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: upstream.host },
-        },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-          up.on('end', () => timings.push({ ms: performance.now() - started, marker, title }));
-        },
-      );
-      forward.on('error', () => res.destroy());
-      forward.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, timings, server };
+/** What the proxy records of each model call. */
+function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
+  const text = body.toString('utf8');
+  // The newest marker: memory replays the conversation's earlier messages before it.
+  const marker = [...text.matchAll(/\[bench:([\w-]+)\]/g)].at(-1)?.[1] ?? null;
+  return { marker, title: text.includes('You name conversations') };
 }
 
 // --- Numbers -----------------------------------------------------------------------------------
@@ -478,7 +446,7 @@ function orderProblems(samples: TurnSample[]): string[] {
 async function main(): Promise<void> {
   execFileSync(process.execPath, [path.join(ROOT, 'tools', 'build-if-needed.js')], { stdio: 'inherit' });
   const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: () => 'OK.' });
-  const proxy = await startTimingProxy(fake.baseURL);
+  const proxy = await startTimingProxy(fake.baseURL, describeCall);
   const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'portal-bench-prof-')) : null;
   console.log('starting the portal (built services, fresh database and Redis prefix)…');
   const portal = await startPortal({

@@ -1,5 +1,4 @@
 import { deepStrictEqual, equal, match } from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { assertInvariants, type Block, type MemoryWindow, type TurnTranscript } from '@portal/domain';
 import { replayedTurns, resolveLimits, shownCalls } from '@portal/prompt';
 import {
@@ -9,7 +8,7 @@ import {
   type WindowLoader,
 } from '@portal/prompt/bench/assemble.bench';
 import type { DataSource } from 'typeorm';
-import { createDataSource, dropDatabase, ensureDatabase, runMigrations } from '../src/data-source';
+import { createDataSource, createScratchDatabase } from '../src/data-source';
 import { BlockRepository } from '../src/repositories/block.repository';
 import { ToolResultRepository } from '../src/repositories/tool-result.repository';
 import { WindowRepository } from '../src/repositories/window.repository';
@@ -38,35 +37,6 @@ const FILLER = 'Revenue by quarter and region, with notes. '.repeat(30);
 const FIRST_USE_SEQ = 4;
 const FIRST_RESULT_SEQ = FIRST_USE_SEQ + CALLS_PER_TURN;
 const ANSWER_SEQ = FIRST_RESULT_SEQ + CALLS_PER_TURN;
-
-interface BenchDatabase {
-  url: string;
-  dataSource: DataSource;
-  drop(): Promise<void>;
-}
-
-/** A fresh, migrated database of its own (built like createDalTestDatabase, named for the bench). */
-export async function createBenchDatabase(): Promise<BenchDatabase> {
-  const url = new URL(process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-  url.pathname = `/portal_dal_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const drop = () => dropDatabase(url.toString());
-  await ensureDatabase(url.toString());
-  try {
-    await runMigrations(url.toString());
-    const dataSource = await createDataSource(url.toString()).initialize();
-    return {
-      url: url.toString(),
-      dataSource,
-      async drop() {
-        if (dataSource.isInitialized) await dataSource.destroy();
-        await drop();
-      },
-    };
-  } catch (err) {
-    await drop();
-    throw err;
-  }
-}
 
 /**
  * Writes `length` completed turns in set-based SQL, the rows the repositories write turn by turn:
@@ -334,7 +304,7 @@ async function explainWindowRead(url: string, conversationId: string, length: nu
 }
 
 export async function run(opts: { explain?: boolean } = {}): Promise<BenchRow[]> {
-  const db = await createBenchDatabase();
+  const db = await createScratchDatabase({ label: 'dal_bench' });
   const onSignal = () => void db.drop().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

@@ -1,6 +1,6 @@
 import { createDataSource, ensureDatabase, runMigrations } from './data-source';
 import { ENTITIES } from './entities';
-import { createDalTestDatabase } from './testing/test-database.util';
+import { createScratchDatabase, type ScratchDatabase } from './data-source';
 
 const TABLES = [
   'agent_skills',
@@ -22,10 +22,10 @@ const TABLES = [
 ];
 
 describe('migrations', () => {
-  let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+  let db: ScratchDatabase;
 
   beforeAll(async () => {
-    db = await createDalTestDatabase();
+    db = await createScratchDatabase({ label: 'dal_test' });
   });
   afterAll(async () => {
     await db.drop();

@@ -13,16 +13,16 @@ import { TurnRepository } from './repositories/turn.repository';
 import { UsageRepository } from './repositories/usage.repository';
 import { UserRepository } from './repositories/user.repository';
 import { answer, newConversation, seedOrg, settledTurn } from './testing/dal.fixtures';
-import { createDalTestDatabase } from './testing/test-database.util';
+import { createScratchDatabase, type ScratchDatabase } from './data-source';
 
 const ACME = 'acme';
 const GLOBEX = 'globex';
 
-let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+let db: ScratchDatabase;
 let ds: DataSource;
 
 beforeAll(async () => {
-  db = await createDalTestDatabase();
+  db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
   await seedOrg(ds, ACME);
   await seedOrg(ds, GLOBEX);

@@ -4,14 +4,14 @@ import type { AttachmentKind } from '@portal/domain';
 import { AttachmentRepository, type ManifestPatch } from '../repositories/attachment.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { newConversation, seedOrg } from '../testing/dal.fixtures';
-import { createDalTestDatabase } from '../testing/test-database.util';
+import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { AttachmentToolsService, type AttachmentToolScope } from './attachment-tools.service';
 
 const ACME = 'acme';
 const GLOBEX = 'globex';
 const SEED_VI = readFileSync('/work/shared/seeds/002_5ded87975cd1882f.txt', 'utf8');
 
-let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+let db: ScratchDatabase;
 let ds: DataSource;
 let repo: AttachmentRepository;
 let tools: AttachmentToolsService;
@@ -49,7 +49,7 @@ async function attachment(
 }
 
 beforeAll(async () => {
-  db = await createDalTestDatabase();
+  db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
   repo = new AttachmentRepository(ds);
   tools = new AttachmentToolsService(repo, { readChars: 1000, searchResults: 5 });

@@ -8,7 +8,7 @@ import { BlockRepository } from '../repositories/block.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { answer, newConversation, seedOrg, settledTurn } from '../testing/dal.fixtures';
 // dal's own copy of @portal/testing's createTestDatabase (that library depends on dal).
-import { createDalTestDatabase } from '../testing/test-database.util';
+import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { CompactionRequests } from './compaction-requests.service';
 import { compactionJobId } from './compaction-ids.util';
 
@@ -16,7 +16,7 @@ const ORG = 'acme';
 const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const prefix = `test-cmp-${randomUUID().slice(0, 8)}`;
 
-let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+let db: ScratchDatabase;
 let ds: DataSource;
 let queues: QueueService;
 let events: ConversationEvents;
@@ -24,7 +24,7 @@ let requests: CompactionRequests;
 const redis = new IORedis(redisUrl);
 
 beforeAll(async () => {
-  db = await createDalTestDatabase();
+  db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
   queues = new QueueService({ redisUrl, prefix });

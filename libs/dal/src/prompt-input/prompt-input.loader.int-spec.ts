@@ -12,7 +12,7 @@ import { BlockRepository } from '../repositories/block.repository';
 import { SkillRepository, type SkillInput } from '../repositories/skill.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { answer, newConversation, QueryLog, seedOrg, settledTurn } from '../testing/dal.fixtures';
-import { createDalTestDatabase } from '../testing/test-database.util';
+import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { DEFAULT_PORTAL_FLOOR, readPortalFloor } from './portal-floor.util';
 import { PromptInputLoader, type PromptInputOptions } from './prompt-input.loader';
 
@@ -50,13 +50,13 @@ const skill = (slug: string, over: Partial<SkillInput> = {}): SkillInput => ({
   ...over,
 });
 
-let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+let db: ScratchDatabase;
 let ds: DataSource;
 let loader: PromptInputLoader;
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
-  db = await createDalTestDatabase();
+  db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
   loader = new PromptInputLoader(ds);
   await seedOrg(ds, ORG);

@@ -2,18 +2,18 @@ import type { Block, CompactionBlock, TextBlock, TurnTranscript } from '@portal/
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../data-source';
 import { answer, newConversation, QueryLog, seedOrg, settledTurn } from '../testing/dal.fixtures';
-import { createDalTestDatabase } from '../testing/test-database.util';
+import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { TurnRepository } from './turn.repository';
 import { WindowRepository } from './window.repository';
 
 const ORG = 'acme';
 const OTHER = 'globex';
 
-let db: Awaited<ReturnType<typeof createDalTestDatabase>>;
+let db: ScratchDatabase;
 let ds: DataSource;
 
 beforeAll(async () => {
-  db = await createDalTestDatabase();
+  db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
   await seedOrg(ds, OTHER);
