@@ -27,7 +27,8 @@ import {
  *    `attachment_progress` event says `finished`, against one bare sharp call on the same bytes
  *    (rotate + resize to the same size + JPEG encode). Median of N runs each (`--runs=N`, ≥ 5).
  * 2. A 300-page text PDF (`--pages=N`) the same way, against `pdftotext` on the same file: pages
- *    per second of each (median of `--pdf-runs=N` runs).
+ *    per second of each (median of `--pdf-runs=N` runs). For reference, pdf.js alone on the same
+ *    file: in a fresh process (cold JIT), and warm, set up as the portal's reader is.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -214,6 +215,42 @@ function barePdfjs(file: string): number {
   return Number(run.stdout);
 }
 
+/**
+ * pdf.js alone as the portal's reader runs it: its worker side loaded first, the native
+ * Array.prototype.push put back after the legacy build's polyfill, no DecompressionStream, a
+ * warm JIT (the last of `reads` reads in one process). ms of that last read, like barePdfjs.
+ */
+function barePdfjsWarm(file: string, reads = 3): number {
+  const root = path.join(path.dirname(require.resolve('pdfjs-dist/package.json')), 'legacy/build');
+  const script = `
+    import { readFileSync } from 'node:fs';
+    delete globalThis.DecompressionStream;
+    const nativePush = Array.prototype.push;
+    await import(${JSON.stringify(pathToFileURL(path.join(root, 'pdf.worker.mjs')).href)});
+    const pdfjs = await import(${JSON.stringify(pathToFileURL(path.join(root, 'pdf.mjs')).href)});
+    Array.prototype.push = nativePush;
+    const bytes = readFileSync(${JSON.stringify(file)});
+    let ms = 0;
+    for (let read = 0; read < ${reads}; read++) {
+      const data = new Uint8Array(bytes);
+      const started = performance.now();
+      const doc = await pdfjs.getDocument({ data, isEvalSupported: false, disableFontFace: true, useSystemFonts: false,
+        useWasm: false, useWorkerFetch: false, isOffscreenCanvasSupported: false, isImageDecoderSupported: false,
+        maxImageSize: 0, enableXfa: false, stopAtErrors: false, verbosity: 0 }).promise;
+      for (let i = 1; i <= doc.numPages; i++) {
+        const page = await doc.getPage(i);
+        await page.getTextContent();
+        page.cleanup();
+      }
+      await doc.destroy();
+      ms = performance.now() - started;
+    }
+    process.stdout.write(String(ms));`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`pdf.js (warm): ${run.status} ${run.stderr}`);
+  return Number(run.stdout);
+}
+
 // --- Main --------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -255,11 +292,13 @@ async function main(): Promise<void> {
     const pdfPortal: PathSample[] = [];
     const pdfBare: number[] = [];
     const pdfjsBare: number[] = [];
+    const pdfjsWarm: number[] = [];
     if (hasPdftotext) barePdftotext(pdfFile); // warm the page cache
     for (let i = 0; i < PDF_RUNS; i++) {
       pdfPortal.push(await throughPortal(e2e, chat, pdf, `bench-${i}.pdf`, 'application/pdf'));
       if (hasPdftotext) pdfBare.push(barePdftotext(pdfFile));
       pdfjsBare.push(barePdfjs(pdfFile));
+      pdfjsWarm.push(barePdfjsWarm(pdfFile));
     }
     const pagesRead = pdfPortal[0].manifest.pagesRead;
 
@@ -307,6 +346,12 @@ async function main(): Promise<void> {
       `   bare pdf.js in one process (getTextContent per page)`,
       num(pdfjsMs),
       num(PAGES / (pdfjsMs / 1000)),
+    );
+    const warmMs = median(pdfjsWarm);
+    line(
+      `   bare pdf.js, warm, set up as the reader is (one thread)`,
+      num(warmMs),
+      num(PAGES / (warmMs / 1000)),
     );
     if (hasPdftotext) {
       const bareMs = median(pdfBare);

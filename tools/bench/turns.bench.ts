@@ -429,17 +429,20 @@ function phases(sample: TurnSample): Phases | null {
   };
 }
 
-/** Turns whose events did not arrive as turn_started, turn_state queued, …, turn_finished. */
+/**
+ * Turns whose events did not arrive as turn_started, turn_state queued, …, turn_finished. The
+ * title call's usage follows a conversation's first turn by design (turn protocol, step 7).
+ */
 function orderProblems(samples: TurnSample[]): string[] {
   return samples.flatMap((s) => {
-    const seen = s.events.map((e) =>
-      e.data.type === 'turn_state' ? `turn_state ${e.data.status}` : e.data.type,
-    );
+    const seen = s.events
+      .filter((e) => !(e.data.type === 'usage' && e.data.row.kind === 'summary'))
+      .map((e) => (e.data.type === 'turn_state' ? `turn_state ${e.data.status}` : e.data.type));
     const queued = seen.indexOf('turn_state queued');
     const running = seen.indexOf('turn_state running');
     const ok =
       seen[0] === 'turn_started' && seen.at(-1) === 'turn_finished' && queued >= 0 && queued < running;
-    return ok ? [] : [`${s.turnId}: ${seen.slice(0, 6).join(', ')}, …`];
+    return ok ? [] : [`${s.turnId}: ${seen.slice(0, 6).join(', ')}, …, ${seen.slice(-2).join(', ')}`];
   });
 }
 

@@ -18,7 +18,14 @@ export class AppModule {
       providers: [
         { provide: INGEST_CONFIG, useValue: config },
         { provide: ImageRepository, useFactory: () => new ImageRepository() },
-        { provide: PdfRepository, useFactory: () => new PdfRepository() },
+        {
+          provide: PdfRepository,
+          useFactory: () => {
+            const pdfs = new PdfRepository({ idleReaders: config.limits.pdfIdleReaders });
+            void pdfs.prewarm(config.limits.pdfMemoryMb); // in the background
+            return pdfs;
+          },
+        },
         {
           provide: AttachmentEvents,
           useFactory: () =>

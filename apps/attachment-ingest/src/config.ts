@@ -11,6 +11,15 @@ export interface IngestLimits {
   pdfTimeoutMs: number;
   /** Heap of the PDF reader's worker thread. */
   pdfMemoryMb: number;
+  /** PDF readers kept loaded between documents (each holds pdf.js, some 50 MB). */
+  pdfIdleReaders: number;
+  /** Pages stored in one statement at most (a document's pages are written in batches). */
+  pageBatch: number;
+  /**
+   * Milliseconds between two progress writes while pages come in (a batch is written sooner when
+   * full), and between two published progress events; the first and the last are always published.
+   */
+  progressMs: number;
   /** Characters of one page of a text file. */
   textPageChars: number;
   /** Headings kept in a manifest (SPEC `HEADINGS`). */
@@ -32,6 +41,9 @@ export function readIngestLimits(env: Env): IngestLimits {
     pdfMaxPages: envInt(env, 'INGEST_PDF_MAX_PAGES', 2000, { min: 1 }),
     pdfTimeoutMs: envInt(env, 'INGEST_PDF_TIMEOUT_MS', 120_000, { min: 100 }),
     pdfMemoryMb: envInt(env, 'INGEST_PDF_MEMORY_MB', 512, { min: 32 }),
+    pdfIdleReaders: envInt(env, 'INGEST_PDF_IDLE_READERS', 2, { min: 0, max: 16 }),
+    pageBatch: envInt(env, 'INGEST_PAGE_BATCH', 32, { min: 1, max: 1000 }),
+    progressMs: envInt(env, 'INGEST_PROGRESS_MS', 250, { min: 0 }),
     textPageChars: envInt(env, 'INGEST_TEXT_PAGE_CHARS', 4000, { min: 100 }),
     headings: limitsFromEnv(env).HEADINGS,
   };

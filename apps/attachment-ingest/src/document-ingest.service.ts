@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AttachmentRepository, PDF_TYPE } from '@portal/dal';
+import { AttachmentRepository, PDF_TYPE, type PageText } from '@portal/dal';
 import { INGEST_CONFIG, type IngestLimits } from './config';
 import type { IngestContext } from './ingest.types';
 import { UnreadableFileError } from './media/media.errors';
@@ -10,8 +10,17 @@ import { decodeUtf8, splitTextPages } from './text/text-pages.util';
 
 /** Types whose lines are data, not prose: no headings are looked for. */
 const DATA_TYPES = new Set(['text/csv', 'application/json']);
-/** Progress is published about this many times per document at most (and at its first and last page). */
-const PROGRESS_EVENTS = 50;
+/**
+ * Pages asked of a reader at a time. Requests stay ahead of the answers taken (see readPages),
+ * while the pages before are being written, so a reader is never idle and never far ahead.
+ */
+const READ_AHEAD = 8;
+
+/** Where pages come from: batches of page texts, and how many batches may be asked for at once. */
+interface PageSource {
+  read(from: number, to: number): Promise<(string | null)[]>;
+  lanes(): number;
+}
 
 /**
  * A document: text per page, reading progress while it reads, unreadable pages, the first
@@ -27,7 +36,7 @@ export class DocumentIngestService {
   ) {}
 
   async read(ctx: IngestContext): Promise<void> {
-    const original = await this.attachments.getBlob(ctx.orgId, ctx.attachment.id, 'original');
+    const original = await ctx.original;
     if (!original) throw new UnreadableFileError('the uploaded file is missing');
     if (ctx.attachment.mimeType === PDF_TYPE) await this.readPdf(ctx, original);
     else await this.readText(ctx, original);
@@ -39,11 +48,12 @@ export class DocumentIngestService {
     const text = storableText(decoded);
     const pages = splitTextPages(text, this.config.limits.textPageChars);
     if (!pages.length) throw new UnreadableFileError('the file holds no text');
-    const { chars } = await this.readPages(ctx, pages.length, async (n) => pages[n - 1]);
-    const headings = DATA_TYPES.has(ctx.attachment.mimeType)
-      ? []
-      : textHeadings(text, this.config.limits.headings);
-    await ctx.report({ status: 'finished', headings, chars, error: null });
+    await this.readPages(
+      ctx,
+      pages.length,
+      { read: async (from, to) => pages.slice(from - 1, to), lanes: () => 1 },
+      () => (DATA_TYPES.has(ctx.attachment.mimeType) ? [] : textHeadings(text, this.config.limits.headings)),
+    );
   }
 
   private async readPdf(ctx: IngestContext, bytes: Buffer): Promise<void> {
@@ -57,41 +67,111 @@ export class DocumentIngestService {
           `the PDF has ${doc.pageCount} pages, more than the limit of ${limits.pdfMaxPages}`,
         );
       }
-      const { chars, texts } = await this.readPages(ctx, doc.pageCount, (n) => doc.readPage(n));
-      const headings = doc.outline.length
-        ? doc.outline.slice(0, limits.headings)
-        : textHeadings(texts.join('\n'), limits.headings);
-      await ctx.report({ status: 'finished', headings, chars, error: null });
+      await this.readPages(
+        ctx,
+        doc.pageCount,
+        { read: (from, to) => doc.readPages(from, to), lanes: () => doc.lanes },
+        (texts) =>
+          doc.outline.length
+            ? doc.outline.slice(0, limits.headings)
+            : textHeadings(texts.join('\n'), limits.headings),
+      );
     } finally {
       await doc.close();
     }
   }
 
   /**
-   * Reads pages 1..pageCount in order, storing each (a re-run replaces, never duplicates) and
-   * reporting progress; a page that failed (null) or has no text is unreadable.
+   * Reads pages 1..pageCount in order and stores them in batches (a re-run replaces, never
+   * duplicates, and removes pages past the end); a page that failed (null) or has no text is
+   * unreadable. Each batch's statement also writes the progress: a batch is written when it holds
+   * `pageBatch` pages or `progressMs` passed since the last write, at most one write at a time
+   * while reading goes on; progress is published at most every `progressMs`. The last batch, the
+   * headings and `finished` go in one statement, then that manifest is published.
    */
   private async readPages(
     ctx: IngestContext,
     pageCount: number,
-    read: (page: number) => Promise<string | null>,
-  ): Promise<{ chars: number; texts: string[] }> {
+    source: PageSource,
+    headingsOf: (texts: string[]) => string[],
+  ): Promise<void> {
     const { orgId, attachment } = ctx;
-    const step = Math.max(1, Math.ceil(pageCount / PROGRESS_EVENTS));
+    const { pageBatch, progressMs } = this.config.limits;
     const unreadablePages: number[] = [];
     const texts: string[] = [];
-    await ctx.report({ pageCount, pagesRead: 0, unreadablePages });
-    for (let page = 1; page <= pageCount; page++) {
+    let chars = 0;
+    let batch: PageText[] = [];
+
+    // Batches asked for and not yet taken, oldest first: one per reader the source has, and one
+    // more, so that a reader that answers finds its next request waiting.
+    const asked: { from: number; pages: Promise<(string | null)[]> }[] = [];
+    let unasked = 1;
+    const ask = () => {
+      while (asked.length < source.lanes() + 1 && unasked <= pageCount) {
+        const to = Math.min(unasked + Math.min(READ_AHEAD, pageBatch) - 1, pageCount);
+        const pages = source.read(unasked, to);
+        pages.catch(() => undefined); // awaited below, unless the loop stopped first
+        asked.push({ from: unasked, pages });
+        unasked = to + 1;
+      }
+    };
+    const save = async (pages: PageText[], pagesRead: number, unreadable: number[]) => {
+      const manifest = await this.attachments.savePages(orgId, attachment.id, pages, {
+        pagesRead,
+        unreadablePages: unreadable,
+      });
+      if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
+      if (performance.now() - publishedAt >= progressMs) {
+        publishedAt = performance.now();
+        await ctx.publish(manifest);
+      }
+    };
+
+    ask(); // reading starts while the page count is written
+    await ctx.report({ pageCount, pagesRead: 0, unreadablePages: [] });
+    let wroteAt = performance.now();
+    let publishedAt = wroteAt;
+    let writing: Promise<void> = Promise.resolve();
+    for (let from = 1; from <= pageCount;) {
       ctx.signal?.throwIfAborted();
-      const raw = await read(page);
-      const text = raw === null ? null : storablePage(raw);
-      if (text === null || text.trim() === '') unreadablePages.push(page);
-      texts.push(text ?? '');
-      await this.attachments.savePage(orgId, attachment.id, page, text ?? '');
-      const publish = page === 1 || page === pageCount || page % step === 0;
-      await ctx.report({ pagesRead: page, unreadablePages: [...unreadablePages] }, publish);
+      const next = asked.shift();
+      if (next?.from !== from) throw new Error(`page ${from} was never asked for`);
+      const raws = await next.pages;
+      if (!raws.length) throw new Error(`no text came back for page ${from}`);
+      const to = from + raws.length - 1;
+      ask();
+      for (const [i, raw] of raws.entries()) {
+        const text = raw === null ? '' : storablePage(raw);
+        if (raw === null || text.trim() === '') unreadablePages.push(from + i);
+        texts.push(text);
+        chars += text.length;
+        batch.push({ page: from + i, text });
+      }
+      from = to + 1;
+      if (to < pageCount && (batch.length >= pageBatch || performance.now() - wroteAt >= progressMs)) {
+        await writing;
+        writing = save(batch, to, [...unreadablePages]);
+        writing.catch(() => undefined); // awaited before the next write, unless the loop stopped first
+        batch = [];
+        wroteAt = performance.now();
+      }
     }
-    await this.attachments.deletePagesAfter(orgId, attachment.id, pageCount);
-    return { chars: texts.reduce((sum, t) => sum + t.length, 0), texts };
+    await writing;
+    const manifest = await this.attachments.savePages(
+      orgId,
+      attachment.id,
+      batch,
+      {
+        status: 'finished',
+        error: null,
+        pagesRead: pageCount,
+        unreadablePages,
+        headings: headingsOf(texts),
+        chars,
+      },
+      { lastPage: pageCount },
+    );
+    if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
+    await ctx.publish(manifest);
   }
 }

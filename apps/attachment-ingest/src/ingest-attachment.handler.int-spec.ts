@@ -377,9 +377,13 @@ describe('progress, events and idempotency', () => {
       if (patch.pagesRead !== undefined) seen.push(patch.pagesRead);
       return attachments.update(orgId, id, patch);
     };
+    spy.savePages = async (orgId, id, pages, patch, options) => {
+      if (patch?.pagesRead !== undefined) seen.push(patch.pagesRead);
+      return attachments.savePages(orgId, id, pages, patch, options);
+    };
     const text = Array.from({ length: 5 }, (_, i) => `Page ${i + 1} `.padEnd(999, '.') + '\n').join('');
     const id = await upload(Buffer.from(text), 'five.txt');
-    await handler({}, spy).handle({ orgId: ORG, attachmentId: id }, job());
+    await handler({ pageBatch: 1, progressMs: 0 }, spy).handle({ orgId: ORG, attachmentId: id }, job());
     expect(seen).toEqual([0, 1, 2, 3, 4, 5]);
 
     const published = (await events.readAfter(conversationId, before))
@@ -389,6 +393,35 @@ describe('progress, events and idempotency', () => {
     expect(published[0]).toEqual(['reading', 0, null]);
     expect(published).toContainEqual(['reading', 3, 5]);
     expect(published.at(-1)).toEqual(['finished', 5, 5]);
+  });
+
+  it('writes pages in batches, progress with them, and publishes the first and the last', async () => {
+    const before = await events.lastId(conversationId);
+    const writes: { pages: number[]; pagesRead?: number }[] = [];
+    const spy = Object.create(attachments) as AttachmentRepository;
+    spy.savePages = async (orgId, id, pages, patch, options) => {
+      writes.push({ pages: pages.map((p) => p.page), pagesRead: patch?.pagesRead });
+      return attachments.savePages(orgId, id, pages, patch, options);
+    };
+    const text = Array.from({ length: 100 }, (_, i) => `Trang ${i + 1} `.padEnd(999, '.') + '\n').join('');
+    const id = await upload(Buffer.from(text), 'hundred.txt');
+    await handler({ pageBatch: 32, progressMs: 60_000 }, spy).handle({ orgId: ORG, attachmentId: id }, job());
+    expect(writes.map((w) => w.pages.length)).toEqual([32, 32, 32, 4]);
+    expect(writes.map((w) => w.pagesRead)).toEqual([32, 64, 96, 100]);
+    expect(writes.flatMap((w) => w.pages)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    const pages = await attachments.getPages(ORG, id);
+    expect(pages.map((p) => p.text).join('')).toBe(text);
+    expect((await attachments.search(ORG, [id], 'Trang 57'))[0]?.page).toBe(57);
+
+    const published = (await events.readAfter(conversationId, before))
+      .map((e) => e.event as Extract<PortalEvent, { type: 'attachment_progress' }>)
+      .filter((e) => e.type === 'attachment_progress' && e.attachment.id === id)
+      .map((e) => [e.attachment.status, e.attachment.pagesRead, e.attachment.pageCount]);
+    expect(published).toEqual([
+      ['reading', 0, null],
+      ['reading', 0, 100],
+      ['finished', 100, 100],
+    ]);
   });
 
   it('running the job twice records nothing twice; a re-read after a crash replaces the pages', async () => {
@@ -419,7 +452,7 @@ describe('progress, events and idempotency', () => {
     jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     const id = await upload(Buffer.from('Some text.'), 'flaky.txt');
     const broken = Object.create(attachments) as AttachmentRepository;
-    broken.savePage = async () => {
+    broken.savePages = async () => {
       throw new Error('database went away');
     };
     await expect(handler({}, broken).handle({ orgId: ORG, attachmentId: id }, job())).rejects.toThrow(

@@ -39,22 +39,25 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     context: Pick<JobContext, 'attemptsMade' | 'signal'>,
   ): Promise<void> {
     const { orgId, attachmentId } = data;
-    const attachment = await this.attachments.getManifest(orgId, attachmentId);
-    if (!attachment || attachment.status === 'finished' || attachment.status === 'failed') return;
-    const [scope] = await this.attachments.getScopes(orgId, [attachmentId]);
-    const conversationId = scope?.conversationId ?? null;
+    const found = await this.attachments.getForIngest(orgId, attachmentId);
+    if (!found || found.manifest.status === 'finished' || found.manifest.status === 'failed') return;
+    const { manifest: attachment, conversationId } = found;
     addLogContext({ conversationId: conversationId ?? undefined });
+    const original = this.attachments.getBlob(orgId, attachmentId, 'original');
+    original.catch(() => undefined); // awaited by the service that reads it
     const ctx: IngestContext = {
       orgId,
       attachment,
       conversationId,
       signal: context.signal,
+      original,
       report: async (patch: ManifestPatch, publish = true) => {
         const manifest = await this.attachments.update(orgId, attachmentId, patch);
         if (!manifest) throw new Error(`attachment ${attachmentId} is gone`);
         if (publish) await this.events.progress(conversationId, manifest);
         return manifest;
       },
+      publish: (manifest) => this.events.progress(conversationId, manifest),
     };
     await ctx.report({ status: 'reading', error: null });
     const kind = { kind: attachment.kind };

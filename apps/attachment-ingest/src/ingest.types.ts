@@ -9,6 +9,10 @@ export interface IngestContext {
   conversationId: string | null;
   /** Aborted when the worker shuts down: stop between pages and hand the job back. */
   signal?: AbortSignal;
+  /** The uploaded bytes (null when they are missing), fetched while the status turns `reading`. */
+  original: Promise<Buffer | null>;
   /** Writes the patch to the manifest and publishes the progress (unless `publish` is false). */
   report(patch: ManifestPatch, publish?: boolean): Promise<AttachmentManifest>;
+  /** Publishes the manifest a write returned as the attachment's progress. */
+  publish(manifest: AttachmentManifest): Promise<void>;
 }

@@ -24,14 +24,19 @@ export class PictureIngestService {
 
   async read(ctx: IngestContext): Promise<void> {
     const { orgId, attachment } = ctx;
-    const original = await this.attachments.getBlob(orgId, attachment.id, 'original');
+    const [original, model] = await Promise.all([ctx.original, this.modelOf(orgId, ctx.conversationId)]);
     if (!original) throw new UnreadableFileError('the uploaded file is missing');
-    const limits = visionLimitsFor(this.config.catalogue, await this.modelOf(orgId, ctx.conversationId));
+    const limits = visionLimitsFor(this.config.catalogue, model);
     const pixels = { maxPixels: this.config.limits.maxPixels };
     const probe = await this.images.probe(original, pixels);
-    const reduced = await this.images.render(original, pixels, fitWithin(probe.width, probe.height, limits));
-    await this.attachments.putBlob(orgId, attachment.id, 'reduced', reduced.data);
-    await ctx.report({
+    const reduced = await this.images.render(
+      original,
+      pixels,
+      fitWithin(probe.width, probe.height, limits),
+      probe.format,
+    );
+    // The reduced copy and `finished` land together, in one statement.
+    const manifest = await this.attachments.putBlobAndUpdate(orgId, attachment.id, 'reduced', reduced.data, {
       status: 'finished',
       error: null,
       picture: {
@@ -41,6 +46,8 @@ export class PictureIngestService {
         originalHeight: probe.height,
       },
     });
+    if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
+    await ctx.publish(manifest);
   }
 
   private async modelOf(orgId: string, conversationId: string | null): Promise<string | null> {

@@ -20,7 +20,14 @@ import {
 } from '@portal/dal';
 import { checkTurn, type CompactionBlock, type Turn, type TurnStatus } from '@portal/domain';
 import { priceUsage, type ModelEntry } from '@portal/model';
-import { resolveLimits, summaryNote } from '@portal/prompt';
+import {
+  leftOutRequests,
+  projectTokens,
+  resolveLimits,
+  summaryNote,
+  summaryPromptBudget,
+  type ChatRequest,
+} from '@portal/prompt';
 import { ConversationEvents, QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
 import {
   createTestDatabase,
@@ -42,6 +49,8 @@ const MODEL: ModelEntry = {
   reasoning: false,
   price: { inputPerMTok: 2, outputPerMTok: 8, cachedInputPerMTok: 0.5 },
 };
+/** A small window, so a conversation of a few hundred turns is past what the summary prompt holds. */
+const SMALL: ModelEntry = { ...MODEL, id: 'small-model', model: 'small-model', contextWindow: 8_000 };
 const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const prefix = `test-cw-${randomUUID().slice(0, 8)}`;
 
@@ -60,6 +69,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   fake = await startFakeOpenAI();
   MODEL.baseURL = fake.baseURL;
+  SMALL.baseURL = fake.baseURL;
   const ds = db.dataSource;
   await new OrgRepository(ds).upsert(ORG);
   await new UserRepository(ds).upsert(ORG, 'alice', 'member');
@@ -73,6 +83,16 @@ beforeAll(async () => {
     reviewer: null,
     compactionGuidance: 'Keep every figure in the Facts.',
   });
+  await new AgentRepository(ds).upsert(ORG, {
+    id: 'brief',
+    name: 'Brief',
+    instructions: 'Be brief.',
+    model: SMALL.id,
+    effort: 'low',
+    tools: [],
+    reviewer: null,
+    compactionGuidance: null,
+  });
   app = await NestFactory.createApplicationContext(
     AppModule.forRoot({
       databaseUrl: db.url,
@@ -80,7 +100,7 @@ beforeAll(async () => {
       eventRetentionMs: 3_600_000,
       prefix,
       healthPort: 0,
-      models: [MODEL],
+      models: [MODEL, SMALL],
       limits: resolveLimits(),
     }),
     { logger: false },
@@ -455,5 +475,67 @@ describe('a second compaction', () => {
     expect(second.summary.startsWith('Summary of turns 1–5\n')).toBe(true);
     for (const request of ['Turn four asks for the Q4 outlook.', 'Turn five drafts the board memo.'])
       expect(second.summary).toContain(request);
+  });
+});
+
+describe('a long conversation', () => {
+  /** Turns 1..length, each the person's question and the answer, written straight in SQL. */
+  async function longConversation(length: number): Promise<string> {
+    const id = (await new ConversationRepository(db.dataSource).create(ORG, 'alice', 'brief'))!.id;
+    await db.dataSource.query(
+      `WITH t AS (
+         INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model)
+         SELECT $1, $2, g, 'turn', 'completed', 'low', $4 FROM generate_series(1, $3::int) g
+         RETURNING id, n
+       ), m AS (
+         INSERT INTO messages (org_id, conversation_id, turn_id, seq, role)
+         SELECT $1, $2, t.id, s, CASE s WHEN 1 THEN 'user' ELSE 'assistant' END FROM t, generate_series(1, 2) s
+         RETURNING id, turn_id, seq
+       )
+       INSERT INTO blocks (org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+       SELECT $1, $2, t.id, t.n, m.id, m.seq, 'text', jsonb_build_object(
+         'text', CASE m.seq WHEN 1 THEN format('Question %s: how did region %s do?', t.n, t.n % 7)
+                 ELSE format('Region %s grew %s%%.', t.n % 7, t.n % 13) END,
+         'narration', false, 'steering', false)
+       FROM m JOIN t ON t.id = m.turn_id`,
+      [ORG, id, length, SMALL.id],
+    );
+    await db.dataSource.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [id, length]);
+    return id;
+  }
+
+  it('sends a summary prompt within the window less the answer share, the newest turns whole, and keeps what it left out named', async () => {
+    const id = await longConversation(1_000);
+    fake.enqueue('Summary of turns 1–1000\n\n## Requests\n- none kept by the model');
+    const opened = await requests.open(ORG, {
+      conversationId: id,
+      text: '/compact',
+      effort: 'low',
+      model: SMALL.id,
+    });
+    await finished(opened.jobId);
+
+    const body = lastRequest();
+    expect(body.model).toBe('small-model');
+    const messages = body.messages as ChatRequest['messages'];
+    expect(projectTokens({ messages, tools: [] })).toBeLessThanOrEqual(
+      summaryPromptBudget(SMALL.contextWindow, resolveLimits()),
+    );
+    const material = messages[1].content as string;
+    const note = /\[Turns 1–(\d+) \(\d+ turns\) are left out for length/.exec(material);
+    expect(note).not.toBeNull();
+    const first = Number(note![1]) + 1;
+    for (let n = first; n <= 1_000; n++) expect(material).toContain(`### Turn ${n}\nPerson: Question ${n}:`);
+    expect(material).not.toContain(`### Turn ${first - 1}\n`);
+
+    // The newest requests are quoted, the oldest named by their turns; the summary keeps both.
+    const named = /\nTurns 1–(\d+):\n> /.exec(material);
+    expect(named).not.toBeNull();
+    const range = { from: 1, to: Number(named![1]) };
+    const [block] = (await blocks().listTurnMessages(ORG, opened.turn.id))[1].blocks as [CompactionBlock];
+    expect(block.coversTurns).toEqual({ from: 1, to: 1_000 });
+    expect(block.summary).toContain(`- Turns 1–${range.to}: ${leftOutRequests(range)}`);
+    for (let n = range.to + 1; n <= 1_000; n++)
+      expect(block.summary).toContain(`- Turn ${n}: Question ${n}:`);
   });
 });

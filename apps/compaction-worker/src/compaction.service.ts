@@ -14,7 +14,14 @@ import {
   type KeyedBlock,
   type UsageRow,
 } from '@portal/dal';
-import { checkTurn, isTerminal, type Block, type CompactionBlock, type Turn } from '@portal/domain';
+import {
+  checkTurn,
+  isTerminal,
+  type Block,
+  type CompactionBlock,
+  type Turn,
+  type TurnTranscript,
+} from '@portal/domain';
 import {
   classifyModelError,
   findModel,
@@ -23,7 +30,15 @@ import {
   type ModelEntry,
   type StreamResult,
 } from '@portal/model';
-import { buildCompactionPrompt, finishSummary, type CompactionPrompt, type Limits } from '@portal/prompt';
+import {
+  buildCompactionPrompt,
+  finishSummary,
+  summaryRequests,
+  TokenCounter,
+  type CompactionPrompt,
+  type CompactionPromptInput,
+  type Limits,
+} from '@portal/prompt';
 import { addLogContext, JOB_OPTIONS, type ConversationEvents, type JobContext } from '@portal/queue';
 
 export interface CompactionServiceDeps {
@@ -38,6 +53,32 @@ export interface CompactionServiceDeps {
 
 type Summary = Omit<CompactionBlock, 'id' | 'seq'>;
 type JobInput = JobData<'compact'>;
+
+/**
+ * Turns in the first page of a backward read (each next page holds twice the last): the person's
+ * messages are small, whole turns are not.
+ */
+const FIRST_PAGE = { people: 1024, turns: 64 };
+
+/**
+ * Reads turns backwards from `beforeTurnN` in pages, oldest first, and returns `use` of what was
+ * read once a page comes back short or `full` holds for it.
+ */
+async function readBackwards<R>(
+  beforeTurnN: number,
+  firstPage: number,
+  read: (beforeTurnN: number, limit: number) => Promise<TurnTranscript[]>,
+  use: (turns: TurnTranscript[]) => R,
+  full: (result: R) => boolean,
+): Promise<R> {
+  let turns: TurnTranscript[] = [];
+  for (let limit = firstPage; ; limit *= 2) {
+    const page = await read(turns[0]?.turn.n ?? beforeTurnN, limit);
+    turns = [...page, ...turns];
+    const result = use(turns);
+    if (page.length < limit || full(result)) return result;
+  }
+}
 
 /**
  * The `compact` job (SPEC 5): the summary call on a separate instance of the turn's model, the
@@ -142,21 +183,19 @@ export class CompactionService {
       throw new UnrecoverableError(`Model ${turn.model} of turn ${turn.id} is not in the catalogue`);
     const conversation = await new ConversationRepository(db).get(data.orgId, turn.conversationId);
     if (!conversation) throw new UnrecoverableError(`Conversation ${turn.conversationId} not found`);
-    const [agent, window, messages] = await Promise.all([
+    const [agent, messages] = await Promise.all([
       new AgentRepository(db).get(data.orgId, conversation.agentId),
-      new WindowRepository(db).readWindow(data.orgId, turn.conversationId, {
-        turnsReplayed: Infinity,
-        beforeTurnN: turn.n,
-      }),
       new BlockRepository(db).listTurnMessages(data.orgId, turn.id),
     ]);
-    const prompt = buildCompactionPrompt({
-      window,
+    const prompt = await this.prompt(data.orgId, turn, {
+      window: { summary: null, turns: [] },
       current: { n: turn.n, messages },
       trigger: data.trigger,
       guidance: agent?.compactionGuidance ?? null,
       contextWindow: entry.contextWindow,
       limits,
+      // One per compaction: the prompt is measured again after every page, from the same texts.
+      counter: new TokenCounter(),
     });
     const result = await this.call(entry, prompt, context.signal);
     if (result.text.trim() === '') throw new Error('The summary call answered with no text');
@@ -177,6 +216,44 @@ export class CompactionService {
       summary: { kind: 'compaction', summary, trigger: data.trigger, coversTurns: prompt.coversTurns },
       usage,
     };
+  }
+
+  /**
+   * The summary prompt from a bounded read (SPEC 5.2): the newest summary, then the person's
+   * messages and the settled turns after it, each read backwards in pages until the prompt leaves
+   * some of them out or none is left. The prompt fits the model's context window, so what is read
+   * follows the window, not the length of the conversation.
+   */
+  private async prompt(orgId: string, turn: Turn, input: CompactionPromptInput): Promise<CompactionPrompt> {
+    const windows = new WindowRepository(this.deps.db);
+    const compactions = new CompactionRepository(this.deps.db);
+    const { conversationId } = turn;
+    // No turns: the summary alone.
+    const { summary } = await windows.readWindow(orgId, conversationId, {
+      turnsReplayed: 0,
+      beforeTurnN: turn.n,
+    });
+    const asked = await readBackwards(
+      turn.n,
+      FIRST_PAGE.people,
+      (beforeTurnN, limit) =>
+        compactions.readPeople(orgId, conversationId, { after: summary, beforeTurnN, limit }),
+      (read) => ({ read, ...summaryRequests({ ...input, window: { summary, turns: [] }, people: read }) }),
+      ({ leftOut }) => leftOut !== null,
+    );
+    // Turns before the newest one whose requests are left out change nothing.
+    const people = asked.read.filter((t) => t.turn.n >= (asked.leftOut?.to ?? 0));
+    return readBackwards(
+      turn.n,
+      FIRST_PAGE.turns,
+      // A page that reached the summary's turn is the last: before it, an older summary would answer.
+      async (beforeTurnN, limit) =>
+        beforeTurnN <= (summary?.turnN ?? 1)
+          ? []
+          : (await windows.readWindow(orgId, conversationId, { turnsReplayed: limit, beforeTurnN })).turns,
+      (turns) => buildCompactionPrompt({ ...input, window: { summary, turns }, people }),
+      (prompt) => prompt.turnsLeftOut !== null,
+    );
   }
 
   private async call(

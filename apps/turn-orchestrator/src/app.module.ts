@@ -10,8 +10,10 @@ import { CancelListener } from './turn/cancel-listener.service';
 import { CompactionGate } from './turn/compaction-gate.service';
 import { ModelCaller } from './turn/model-call.service';
 import { RetryPolicy } from './turn/retry-policy.service';
+import { Reviewer } from './turn/reviewer.service';
 import { RunTurnHandler } from './turn/run-turn.handler';
 import { TitleService } from './turn/title.service';
+import { TurnEventsResync } from './turn/turn-events-resync.service';
 import { TurnReconciler } from './turn/turn-reconciler.service';
 import { TurnRunner } from './turn/turn-runner.service';
 import { TurnStore } from './turn/turn-store.service';
@@ -59,8 +61,10 @@ export class AppModule implements OnApplicationShutdown {
         CompactionGate,
         ModelCaller,
         RetryPolicy,
+        Reviewer,
         TitleService,
         TurnStore,
+        TurnEventsResync,
         TurnRunner,
         RunTurnHandler,
         TurnReconciler,

@@ -44,7 +44,8 @@ export interface Harness {
   redis: IORedis;
   /** Every retry wait asked for, in ms. */
   waits: number[];
-  run(turnId: string, shutdown?: AbortSignal): Promise<void>;
+  /** `busy`: another worker holds the turn's live lease. */
+  run(turnId: string, shutdown?: AbortSignal): Promise<'busy' | undefined>;
   openTurn(opts?: OpenTurn): Promise<{ turnId: string; conversationId: string }>;
   /** The fake's requests since `mark` that offered tools (the turn's calls, not the title call). */
   turnCalls(mark?: number): FakeOpenAI['requests'];
@@ -90,6 +91,7 @@ export interface ExtraModel {
   id: string;
   contextWindow: number;
   compactAt?: number;
+  price?: { inputPerMTok: number; outputPerMTok: number; cachedInputPerMTok: number };
 }
 
 export async function startHarness(

@@ -6,7 +6,6 @@ export * from './errors';
 export * from './mappers/attachment.mapper';
 export * from './mappers/block.mapper';
 export * from './mappers/records.mapper';
-export * from './mappers/turn.mapper';
 export * from './migrations';
 export * from './prompt-input';
 export * from './records.types';

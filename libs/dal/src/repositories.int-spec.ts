@@ -314,14 +314,21 @@ describe('TurnRepository', () => {
     const { turn } = await openTurn();
     await turns().setContextTokens(ACME, turn.id, 1234);
     expect((await turns().get(ACME, turn.id))?.contextTokens).toBe(1234);
-    expect(await turns().claim(ACME, turn.id, 'worker-1', 60_000)).toMatchObject({ status: 'running' });
+    expect(await turns().claim(ACME, turn.id, 'worker-1', 60_000)).toMatchObject({
+      turn: { status: 'running' },
+      from: 'queued',
+    });
     expect(await turns().claim(ACME, turn.id, 'worker-2', 60_000)).toBeNull();
     expect(await turns().renewLease(ACME, turn.id, 'worker-1', 60_000)).toBe(true);
     expect(await turns().renewLease(ACME, turn.id, 'worker-2', 60_000)).toBe(false);
     await ds.query(`UPDATE turns SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [
       turn.id,
     ]);
-    expect(await turns().claim(ACME, turn.id, 'worker-2', 60_000)).toMatchObject({ status: 'running' });
+    expect(await turns().claim(ACME, turn.id, 'worker-2', 60_000)).toMatchObject({
+      turn: { status: 'running' },
+      from: 'running',
+    });
+    expect(await turns().claim(ACME, turn.id, 'worker-3', 60_000, { kind: 'compaction' })).toBeNull();
     const [{ attempt }] = await ds.query(`SELECT attempt FROM turns WHERE id = $1`, [turn.id]);
     expect(attempt).toBe(2);
   });

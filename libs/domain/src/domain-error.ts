@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'invalid_transition',
   'invariant_violated',
   'rate_limited',
+  'unavailable',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

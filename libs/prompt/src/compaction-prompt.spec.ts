@@ -4,16 +4,19 @@ import {
   coveredTurns,
   finishSummary,
   languageSample,
+  leftOutRequests,
   quoteRequests,
   SHORTENED_REQUEST_CHARS,
   summaryForPeople,
   summaryHeading,
+  summaryPromptBudget,
+  summaryRequests,
   type CompactionPrompt,
   type CompactionPromptInput,
 } from './compaction-prompt';
 import { resolveLimits } from './limits';
 import { summaryNote } from './memory';
-import { TokenCounter } from './tokens';
+import { projectTokens, TokenCounter } from './tokens';
 import {
   assistant,
   chat,
@@ -260,6 +263,18 @@ describe('requests verbatim, bounded to SUMMARY_REQUESTS_SHARE of the context wi
     expect(quoted.map((q) => q.shortened)).toEqual([true, true, false]);
   });
 
+  it('leaves out the oldest once even their references are past the share', () => {
+    const requests = Array.from({ length: 200 }, (_, i) => req(i + 1, 3));
+    const contextWindow = 1_000;
+    const quoted = quoteRequests(requests, contextWindow, limits, counter);
+    expect(quoted.length).toBeGreaterThan(0);
+    expect(quoted.length).toBeLessThan(requests.length);
+    // The newest are the ones kept, still in order.
+    expect(quoted.map((q) => q.turnN)).toEqual(requests.slice(-quoted.length).map((r) => r.turnN));
+    const used = quoted.reduce((sum, q) => sum + counter.count(q.quoted), 0);
+    expect(used).toBeLessThanOrEqual(limits.SUMMARY_REQUESTS_SHARE * contextWindow);
+  });
+
   it('lists the requests in the prompt as they must be kept', () => {
     const prompt = buildCompactionPrompt(
       input({ contextWindow: 400, window: { summary: null, turns: [chat(1, req(1, 200).text, 'ok')] } }),
@@ -267,6 +282,128 @@ describe('requests verbatim, bounded to SUMMARY_REQUESTS_SHARE of the context wi
     expect(prompt.requests[0].shortened).toBe(true);
     expect(materialOf(prompt)).toContain(`Turn 1:\n> ${prompt.requests[0].quoted}`);
     expect(materialOf(prompt)).toContain(`Turn 2:\n> Now compare it with Q2 please.`);
+  });
+});
+
+describe('the prompt fits the context window less SUMMARY_OUTPUT_SHARE', () => {
+  const counter = new TokenCounter();
+  /** A turn with a search whose result is cut in the prompt, and an answer. */
+  const busy = (n: number) =>
+    turn(n, [
+      user(`Request ${n}: check region ${n % 7}.`),
+      assistant(
+        narration('Looking.'),
+        use(`c${n}`, 'search_attachments', `{"query":"region ${n}"}`),
+        result(`c${n}`, `Region ${n}: ${'figures '.repeat(60)}`, { ref: `tr_${n}` }),
+      ),
+      assistant(text(`Region ${n} grew.`)),
+    ]);
+  const long = (over: Partial<CompactionPromptInput> = {}) =>
+    input({
+      window: { summary: null, turns: Array.from({ length: 300 }, (_, i) => busy(i + 1)) },
+      current: { n: 301, messages: messages('t301', [user('Now sum it all up.')]) },
+      contextWindow: 16_000,
+      counter,
+      ...over,
+    });
+  const fits = (p: CompactionPrompt, contextWindow: number) =>
+    expect(projectTokens(p, { counter })).toBeLessThanOrEqual(summaryPromptBudget(contextWindow, limits));
+  const shownTurns = (p: CompactionPrompt) =>
+    [...materialOf(p).matchAll(/^### Turn (\d+)/gm)].map((m) => Number(m[1]));
+
+  it('is the window less the answer share, overridable', () => {
+    expect(summaryPromptBudget(128_000, limits)).toBe(96_000);
+    expect(summaryPromptBudget(128_000, resolveLimits({ SUMMARY_OUTPUT_SHARE: 0.5 }))).toBe(64_000);
+  });
+
+  it('shows a conversation that fits whole, with no note', () => {
+    const prompt = buildCompactionPrompt(long({ contextWindow: 1_000_000 }));
+    expect(prompt.turnsLeftOut).toBeNull();
+    expect(shownTurns(prompt)).toEqual(Array.from({ length: 301 }, (_, i) => i + 1));
+    expect(materialOf(prompt)).not.toContain('left out for length');
+  });
+
+  it('keeps the newest turns whole, leaves the oldest out with a note, and keeps every request', () => {
+    const prompt = buildCompactionPrompt(long());
+    fits(prompt, 16_000);
+    const shown = shownTurns(prompt);
+    const first = shown[0];
+    expect(first).toBeGreaterThan(10);
+    // The recent end in one piece, up to the current turn, each whole.
+    expect(shown).toEqual(Array.from({ length: 302 - first }, (_, i) => first + i));
+    for (const n of shown.slice(0, -1)) {
+      expect(materialOf(prompt)).toContain(
+        `### Turn ${n}\nPerson: Request ${n}: check region ${n % 7}.\nAgent called search_attachments {"query":"region ${n}"} (call c${n})\nResult of c${n} (ref:tr_${n}): Region ${n}: `,
+      );
+      expect(materialOf(prompt)).toContain(`Agent: Region ${n} grew.`);
+    }
+    expect(prompt.turnsLeftOut).toEqual({ from: 1, to: first - 1 });
+    expect(materialOf(prompt)).toContain(
+      `## Conversation\n\n[Turns 1–${first - 1} (${first - 1} turns) are left out for length; their requests are under "Requests to keep".]\n\n### Turn ${first}\n`,
+    );
+    // Every request, the left-out turns' included, verbatim.
+    expect(prompt.requestsLeftOut).toBeNull();
+    expect(prompt.requests.map((r) => [r.turnN, r.quoted])).toEqual([
+      ...Array.from({ length: 300 }, (_, i) => [i + 1, `Request ${i + 1}: check region ${(i + 1) % 7}.`]),
+      [301, 'Now sum it all up.'],
+    ]);
+  });
+
+  it('carries the earlier summary whole and covers turns 1–N, leaving out from the first turn after it', () => {
+    const turns = Array.from({ length: 300 }, (_, i) => busy(i + 5));
+    const prompt = buildCompactionPrompt(
+      long({
+        window: { summary: { turnN: 4, block: earlier }, turns },
+        current: { n: 305, messages: messages('t305', [user('/compact')]) },
+        trigger: 'MANUAL',
+      }),
+    );
+    fits(prompt, 16_000);
+    expect(prompt.heading).toBe('Summary of turns 1–304');
+    expect(materialOf(prompt).startsWith(`${summaryNote(earlier)}\n\n${earlier.summary}\n\n`)).toBe(true);
+    const first = shownTurns(prompt)[0];
+    expect(prompt.turnsLeftOut).toEqual({ from: 5, to: first - 1 });
+    expect(shownTurns(prompt).at(-1)).toBe(304);
+  });
+
+  describe('requests past their share even as references', () => {
+    const chats = Array.from({ length: 500 }, (_, i) =>
+      chat(i + 1, `Question ${i + 1}: how did region ${(i + 1) % 7} do?`, 'Fine.'),
+    );
+    const tight = (over: Partial<CompactionPromptInput> = {}) =>
+      long({ window: { summary: null, turns: chats }, contextWindow: 4_000, ...over });
+
+    it('names the oldest by their turns in one line, which the summary must keep', () => {
+      const prompt = buildCompactionPrompt(tight());
+      fits(prompt, 4_000);
+      const oldest = prompt.requests[0].turnN;
+      expect(prompt.requestsLeftOut).toEqual({ from: 1, to: oldest - 1 });
+      expect(prompt.requests.at(-1)?.turnN).toBe(301);
+      const line = leftOutRequests({ from: 1, to: oldest - 1 });
+      expect(materialOf(prompt)).toContain(
+        `## Requests to keep (${prompt.requests.length}, oldest first)\n\nTurns 1–${oldest - 1}:\n> ${line}\n\nTurn ${oldest}:\n`,
+      );
+      expect(systemOf(prompt)).toContain('so is the line standing for the requests not quoted');
+
+      const { summary } = finishSummary('Summary of turns 1–301\n\n## Requests\n- none', prompt);
+      expect(summary).toContain(`- Turns 1–${oldest - 1}: ${line}`);
+      for (const r of prompt.requests) expect(summary).toContain(`- Turn ${r.turnN}: ${r.quoted}`);
+      const kept = finishSummary(
+        `Summary of turns 1–301\n\n## Requests\n- Turns 1–${oldest - 1}: ${line}`,
+        prompt,
+      );
+      expect(kept.summary.match(/the requests of turns/g)).toHaveLength(1);
+    });
+
+    it('reads the same from the newest turns alone, once some of them are left out (how the worker reads)', () => {
+      const whole = buildCompactionPrompt(tight());
+      const newest = { summary: null, turns: chats.slice(-100) };
+      expect(summaryRequests(tight({ window: newest, people: chats.slice(-200) })).leftOut).not.toBeNull();
+      const partial = buildCompactionPrompt(tight({ window: newest, people: chats.slice(-200) }));
+      expect(partial.turnsLeftOut).not.toBeNull();
+      expect(partial.messages).toEqual(whole.messages);
+      expect(partial.requests).toEqual(whole.requests);
+    });
   });
 });
 

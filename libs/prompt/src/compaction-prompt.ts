@@ -5,12 +5,13 @@ import type {
   MemoryWindow,
   Message,
   ToolResultBlock,
+  TurnTranscript,
 } from '@portal/domain';
 import type { ChatRequest } from './chat.types';
 import type { Limits } from './limits';
 import { cutChars, replayArguments, summaryNote } from './memory';
 import { parseLeadingSlugs } from './skills.util';
-import { sharedTokenCounter, type TokenCounter } from './tokens';
+import { projectTokens, sharedTokenCounter, type TokenCounter } from './tokens';
 
 /** SPEC section 5.2: the summary prompt, the same for both triggers, and the checks on its answer. */
 
@@ -30,9 +31,31 @@ export function coveredTurns(trigger: CompactionTrigger, turnN: number): { from:
   return { from: 1, to: trigger === 'AUTO' ? turnN : Math.max(1, turnN - 1) };
 }
 
+/**
+ * The tokens a summary prompt may take (SPEC 5.2): the context window less SUMMARY_OUTPUT_SHARE
+ * kept for the answer.
+ */
+export function summaryPromptBudget(contextWindow: number, limits: Limits): number {
+  return Math.floor((1 - limits.SUMMARY_OUTPUT_SHARE) * contextWindow);
+}
+
+export interface TurnRange {
+  from: number;
+  to: number;
+}
+
 export interface CompactionPromptInput {
-  /** The newest summary before the current turn and EVERY settled turn after it (turnsReplayed Infinity). */
+  /**
+   * The newest summary before the current turn and the settled turns after it, oldest first: every
+   * one, or the newest ones read backwards until `turnsLeftOut` says some of them did not fit.
+   */
   window: MemoryWindow;
+  /**
+   * The turns the person's requests are taken from, oldest first (only their user messages count):
+   * every settled turn after the summary, or the newest ones read backwards until `requestsLeftOut`
+   * says some did not fit. Default: `window.turns`.
+   */
+  people?: readonly TurnTranscript[];
   /** The turn the compaction happens in: the running turn so far (AUTO) or the `/compact` turn (MANUAL). */
   current: { n: number; messages: readonly Message[] };
   trigger: CompactionTrigger;
@@ -59,8 +82,12 @@ export interface CompactionPrompt extends ChatRequest {
   coversTurns: { from: 1; to: number };
   /** `Summary of turns 1–N`. */
   heading: string;
-  /** Every request since the earlier summary, oldest first. */
+  /** Every request since the earlier summary that fits the requests share, oldest first. */
   requests: QuotedRequest[];
+  /** The turns of the oldest requests, past the requests share even as references; or null. */
+  requestsLeftOut: TurnRange | null;
+  /** The oldest turns since the earlier summary, past the prompt's budget: only their requests are kept; or null. */
+  turnsLeftOut: TurnRange | null;
   /** The paragraphs quoted to pick the summary's language, oldest first. */
   languageSample: string[];
   /** The summary the history opens with, carried whole into the new one. */
@@ -99,19 +126,48 @@ function afterCompaction(messages: readonly Message[]): {
   return { messages: out, summary };
 }
 
-/** The earlier summary and what came after it, turn by turn, the current turn last (AUTO only). */
-function history(input: CompactionPromptInput): { earlier: CompactionBlock | null; stretches: Stretch[] } {
-  let earlier = input.window.summary?.block ?? null;
-  let stretches: Stretch[] = input.window.turns.map((t) => {
-    const after = afterCompaction(t.messages);
-    return { turnN: t.turn.n, current: false, messages: after.messages };
-  });
+interface History {
+  earlier: CompactionBlock | null;
+  /** The first turn after the earlier summary (the turn holding an AUTO summary goes on after it). */
+  firstTurnN: number;
+  /** What came after the earlier summary, turn by turn, oldest first, the current turn last (AUTO only). */
+  stretches: Stretch[];
+  /** What the person wrote after the earlier summary, message by message, oldest first. */
+  people: Pick<QuotedRequest, 'turnN' | 'messageId' | 'text'>[];
+}
+
+function stretchesOf(turns: readonly TurnTranscript[]): Stretch[] {
+  return turns.map((t) => ({
+    turnN: t.turn.n,
+    current: false,
+    messages: afterCompaction(t.messages).messages,
+  }));
+}
+
+/** The earlier summary and what came after it. */
+function history(input: CompactionPromptInput): History {
+  const { summary } = input.window;
+  let earlier = summary?.block ?? null;
+  let firstTurnN = !summary ? 1 : summary.block.trigger === 'AUTO' ? summary.turnN : summary.turnN + 1;
+  let stretches = stretchesOf(input.window.turns);
+  let asked = input.people ? stretchesOf(input.people) : [...stretches];
   if (input.trigger === 'AUTO') {
     const after = afterCompaction(input.current.messages);
-    if (after.summary) [earlier, stretches] = [after.summary, []];
-    stretches.push({ turnN: input.current.n, current: true, messages: after.messages });
+    if (after.summary) [earlier, firstTurnN, stretches, asked] = [after.summary, input.current.n, [], []];
+    const current = { turnN: input.current.n, current: true, messages: after.messages };
+    stretches.push(current);
+    asked.push(current);
   }
-  return { earlier, stretches: stretches.filter((s) => s.messages.length > 0) };
+  return {
+    earlier,
+    firstTurnN,
+    stretches: stretches.filter((s) => s.messages.length > 0),
+    people: asked.flatMap((s) =>
+      s.messages
+        .filter((m) => m.role === 'user')
+        .map((m) => ({ turnN: s.turnN, messageId: m.id, text: personText(m) })),
+    ),
+  };
 }
 
 function isSteering(message: Message): boolean {
@@ -122,10 +178,18 @@ function messageText(message: Message): string {
   return message.blocks.flatMap((b) => (b.kind === 'text' ? [b.text] : [])).join('\n\n');
 }
 
+/** Kept by message: the worker builds the prompt again after every page of history it reads. */
+const personTexts = new WeakMap<Message, string>();
+
 /** A user message as the model read it: the opening one without its leading slugs, steering as typed. */
 function personText(message: Message): string {
-  const text = messageText(message);
-  return (isSteering(message) ? text : parseLeadingSlugs(text).rest).trim();
+  let text = personTexts.get(message);
+  if (text === undefined) {
+    const typed = messageText(message);
+    text = (isSteering(message) ? typed : parseLeadingSlugs(typed).rest).trim();
+    personTexts.set(message, text);
+  }
+  return text;
 }
 
 // --- Requests ----------------------------------------------------------------------------------
@@ -135,10 +199,12 @@ function requestRef(r: Pick<QuotedRequest, 'turnN' | 'messageId'>): string {
 }
 
 /**
- * Every request since the earlier summary, oldest first. Newest first, requests are kept whole
- * while they fit SUMMARY_REQUESTS_SHARE of the context window (in tokens); from the first one that
- * does not, every older one is shortened with a reference to its message (to the reference alone
- * when even the shortened form does not fit).
+ * The requests since the earlier summary that fit SUMMARY_REQUESTS_SHARE of the context window (in
+ * tokens), oldest first. Newest first, requests are kept whole while they fit; from the first one
+ * that does not, every older one is shortened with a reference to its message (to the reference
+ * alone when even the shortened form does not fit); from the first whose reference does not fit,
+ * it and every older one are left out (the prompt names their turns in one line), so the section
+ * stays within its share however long the conversation.
  */
 export function quoteRequests(
   requests: ReadonlyArray<Pick<QuotedRequest, 'turnN' | 'messageId' | 'text'>>,
@@ -160,10 +226,39 @@ export function quoteRequests(
     const start = cutChars(r.text, SHORTENED_REQUEST_CHARS).trim();
     const short = `${start} … ${requestRef(r)}`;
     const quoted = counter.count(short) <= left ? short : requestRef(r);
-    left = Math.max(0, left - counter.count(quoted));
+    const tokens = counter.count(quoted);
+    if (tokens > left) break;
+    left -= tokens;
     out.push({ ...r, quoted, shortened: true });
   }
   return out.reverse();
+}
+
+/** What stands in the summary for the oldest requests, past the requests share even as references. */
+export function leftOutRequests(range: TurnRange): string {
+  return `[the requests of turns ${range.from}–${range.to} are not quoted: past the requests share; each is in the transcript]`;
+}
+
+function requestsOf(
+  h: History,
+  input: CompactionPromptInput,
+  counter: TokenCounter,
+): { requests: QuotedRequest[]; leftOut: TurnRange | null } {
+  const asked = h.people.filter((r) => r.text !== '');
+  const requests = quoteRequests(asked, input.contextWindow, input.limits, counter);
+  const newestLeftOut = asked.at(-requests.length - 1);
+  return { requests, leftOut: newestLeftOut ? { from: h.firstTurnN, to: newestLeftOut.turnN } : null };
+}
+
+/**
+ * The requests the summary of `input` keeps, and the turns of those left out: what the worker checks
+ * while it reads the person's messages backwards, without building the whole prompt.
+ */
+export function summaryRequests(input: CompactionPromptInput): {
+  requests: QuotedRequest[];
+  leftOut: TurnRange | null;
+} {
+  return requestsOf(history(input), input, input.counter ?? sharedTokenCounter);
 }
 
 // --- The language sample -------------------------------------------------------------------------
@@ -199,9 +294,16 @@ function sampleParagraph(paragraph: string, limits: Limits): string | null {
  * fewer than three words.
  */
 export function languageSample(texts: readonly string[], limits: Limits): string[] {
-  const paragraphs = texts.flatMap((t) => t.split(/\n\s*\n/));
-  const kept = paragraphs.flatMap((p) => sampleParagraph(p, limits) ?? []);
-  return limits.SUMMARY_LANGUAGE_PARAGRAPHS === 0 ? [] : kept.slice(-limits.SUMMARY_LANGUAGE_PARAGRAPHS);
+  const kept: string[] = [];
+  // Newest first, stopping once the sample is full: a long history is not segmented into words.
+  for (let i = texts.length - 1; i >= 0; i--) {
+    for (const paragraph of texts[i].split(/\n\s*\n/).reverse()) {
+      if (kept.length >= limits.SUMMARY_LANGUAGE_PARAGRAPHS) return kept.reverse();
+      const quoted = sampleParagraph(paragraph, limits);
+      if (quoted !== null) kept.push(quoted);
+    }
+  }
+  return kept.reverse();
 }
 
 // --- Rendering the history -----------------------------------------------------------------------
@@ -261,13 +363,16 @@ function quoteBlock(text: string): string {
 
 // --- The prompt ----------------------------------------------------------------------------------
 
-function instructionsText(p: Omit<CompactionPrompt, 'messages' | 'tools'>, guidance: string | null): string {
+function instructionsText(
+  p: Omit<CompactionPrompt, 'messages' | 'tools' | 'turnsLeftOut'>,
+  guidance: string | null,
+): string {
   const parts = [
     'You write the summary that replaces the earlier part of a conversation between a person and an AI agent. The agent goes on from your summary alone, so keep everything it needs to continue the work.',
     `Begin with exactly this line: ${p.heading}
 Then write these sections, with these English headings, in this order:
 ## Requests
-Every request of the person, oldest first: ${p.earlierSummary ? 'the requests the earlier summary keeps, as it keeps them, then ' : ''}each request listed under "Requests to keep", copied verbatim, one bullet each: "- Turn <n>: <request>". A request listed shortened is copied as listed, with its reference.
+Every request of the person, oldest first: ${p.earlierSummary ? 'the requests the earlier summary keeps, as it keeps them, then ' : ''}each request listed under "Requests to keep", copied verbatim, one bullet each: "- Turn <n>: <request>". A request listed shortened is copied as listed, with its reference${p.requestsLeftOut ? '; so is the line standing for the requests not quoted, as the first bullet' : ''}.
 ## Decisions
 What was decided, and by whom.
 ## Work done
@@ -288,65 +393,112 @@ The facts the rest depends on, each followed by the ref:<id> of the tool result 
   return parts.join('\n\n');
 }
 
+/** The note standing for the oldest turns left out of the conversation. */
+function turnsLeftOutNote(range: TurnRange): string {
+  const n = range.to - range.from + 1;
+  return `[Turns ${range.from}–${range.to} (${n} ${n === 1 ? 'turn' : 'turns'}) are left out for length; their requests are under "Requests to keep".]`;
+}
+
+/**
+ * The conversation as the summary prompt shows it, within `tokens`: newest first, each turn whole
+ * while it fits; from the first that does not, it and every older turn are left out, named by one
+ * note (its room is kept from the start), so what is shown is the recent end in one piece and the
+ * older turns live on in their requests. Each turn is counted apart, plus one token for the blank
+ * line that joins it.
+ */
+function fitConversation(
+  h: History,
+  tokens: number,
+  limits: Limits,
+  counter: TokenCounter,
+): { text: string; leftOut: TurnRange | null } {
+  const newest = h.stretches.at(-1);
+  if (!newest) return { text: '(nothing)', leftOut: null };
+  let left = tokens - counter.count(turnsLeftOutNote({ from: h.firstTurnN, to: newest.turnN }));
+  const shown: string[] = [];
+  let oldest = h.stretches.length;
+  while (oldest > 0) {
+    const text = renderStretch(h.stretches[oldest - 1], limits);
+    const cost = counter.count(text) + 1;
+    if (cost > left) break;
+    left -= cost;
+    shown.push(text);
+    oldest -= 1;
+  }
+  const leftOut = oldest > 0 ? { from: h.firstTurnN, to: h.stretches[oldest - 1].turnN } : null;
+  shown.reverse();
+  return { text: [...(leftOut ? [turnsLeftOutNote(leftOut)] : []), ...shown].join('\n\n'), leftOut };
+}
+
 /**
  * The summary call of SPEC 5.2 for both triggers: instructions, then the history since the earlier
  * summary (that summary first, under its note), the requests to keep and the language sample. It
- * offers no tools.
+ * offers no tools and fits `summaryPromptBudget` (by the token projection): everything but the
+ * conversation is bounded on its own (the earlier summary is carried whole, the requests by their
+ * share, the sample by its limits), and the conversation gets the rest (`fitConversation`).
  */
 export function buildCompactionPrompt(input: CompactionPromptInput): CompactionPrompt {
   const { limits } = input;
   const counter = input.counter ?? sharedTokenCounter;
   const coversTurns = coveredTurns(input.trigger, input.current.n);
   const heading = summaryHeading(coversTurns.to);
-  const { earlier, stretches } = history(input);
-
-  const people = stretches.flatMap((s) =>
-    s.messages.filter((m) => m.role === 'user').map((m) => ({ turnN: s.turnN, message: m })),
-  );
-  const requests = quoteRequests(
-    people
-      .map(({ turnN, message }) => ({ turnN, messageId: message.id, text: personText(message) }))
-      .filter((r) => r.text !== ''),
-    input.contextWindow,
-    limits,
-    counter,
-  );
+  const h = history(input);
+  const { earlier } = h;
+  const { requests, leftOut: requestsLeftOut } = requestsOf(h, input, counter);
   const opening = input.current.messages.find((m) => m.role === 'user');
   const instructions =
     input.trigger === 'MANUAL' && opening
       ? parseLeadingSlugs(messageText(opening)).compactInstructions
       : null;
   const sample = languageSample(
-    [...people.map((p) => personText(p.message)), ...(instructions ? [instructions] : [])],
+    [...h.people.map((p) => p.text), ...(instructions ? [instructions] : [])],
     limits,
   );
 
-  const prompt = {
+  const described = {
     coversTurns,
     heading,
     requests,
+    requestsLeftOut,
     languageSample: sample,
     earlierSummary: earlier,
     instructions,
   };
-  const material = [
-    ...(earlier ? [`${summaryNote(earlier)}\n\n${earlier.summary}`] : []),
-    `## Conversation${earlier ? ' since the earlier summary' : ''}`,
-    stretches.length > 0 ? stretches.map((s) => renderStretch(s, limits)).join('\n\n') : '(nothing)',
-    `## Requests to keep (${requests.length}, oldest first)`,
-    requests.length > 0
-      ? requests.map((r) => `Turn ${r.turnN}:\n${quoteBlock(r.quoted)}`).join('\n\n')
-      : '(none)',
-    '## Language sample',
-    sample.length > 0 ? sample.map(quoteBlock).join('\n\n') : '(none)',
-  ].join('\n\n');
+  const quoted = [
+    ...(requestsLeftOut
+      ? [
+          `Turns ${requestsLeftOut.from}–${requestsLeftOut.to}:\n${quoteBlock(leftOutRequests(requestsLeftOut))}`,
+        ]
+      : []),
+    ...requests.map((r) => `Turn ${r.turnN}:\n${quoteBlock(r.quoted)}`),
+  ];
+  const messages = (conversation: string): ChatRequest['messages'] => [
+    { role: 'system', content: instructionsText(described, input.guidance ?? null) },
+    {
+      role: 'user',
+      content: [
+        ...(earlier ? [`${summaryNote(earlier)}\n\n${earlier.summary}`] : []),
+        `## Conversation${earlier ? ' since the earlier summary' : ''}`,
+        conversation,
+        `## Requests to keep (${requests.length}, oldest first)`,
+        quoted.length > 0 ? quoted.join('\n\n') : '(none)',
+        '## Language sample',
+        sample.length > 0 ? sample.map(quoteBlock).join('\n\n') : '(none)',
+      ].join('\n\n'),
+    },
+    { role: 'user', content: `Write the summary now, beginning with the line "${heading}".` },
+  ];
+  const rest = projectTokens({ messages: messages(''), tools: [] }, { counter });
+  const conversation = fitConversation(
+    h,
+    summaryPromptBudget(input.contextWindow, limits) - rest,
+    limits,
+    counter,
+  );
   return {
-    ...prompt,
-    messages: [
-      { role: 'system', content: instructionsText(prompt, input.guidance ?? null) },
-      { role: 'user', content: material },
-      { role: 'user', content: `Write the summary now, beginning with the line "${heading}".` },
-    ],
+    ...described,
+    turnsLeftOut: conversation.leftOut,
+    messages: messages(conversation.text),
     tools: [],
   };
 }
@@ -378,12 +530,12 @@ function addToRequests(lines: string[], bullets: string[]): string[] {
 /**
  * The model's answer made a summary: it opens with `Summary of turns 1–N` (the line is corrected
  * or added), and every request of the person since the earlier summary appears verbatim (compared
- * with runs of whitespace as one space); a missing one is restored at the end of the Requests
- * section, which is added when the answer has none.
+ * with runs of whitespace as one space), as does the line standing for those not quoted; a missing
+ * one is restored at the end of the Requests section, which is added when the answer has none.
  */
 export function finishSummary(
   answer: string,
-  prompt: Pick<CompactionPrompt, 'heading' | 'requests'>,
+  prompt: Pick<CompactionPrompt, 'heading' | 'requests'> & Partial<Pick<CompactionPrompt, 'requestsLeftOut'>>,
 ): { summary: string; restored: QuotedRequest[] } {
   let lines = answer.trim().split('\n');
   const first = /^\s*#*\s*\**Summary of turns\s+\d+\s*[–-]\s*\d+\**/i;
@@ -391,7 +543,14 @@ export function finishSummary(
   else lines = [prompt.heading, '', ...lines];
   const present = normalise(lines.join('\n'));
   const restored = prompt.requests.filter((r) => !present.includes(normalise(r.quoted)));
-  if (restored.length > 0) lines = addToRequests(lines, restored.map(requestBullet));
+  const range = prompt.requestsLeftOut;
+  const bullets = [
+    ...(range && !present.includes(normalise(leftOutRequests(range)))
+      ? [`- Turns ${range.from}–${range.to}: ${leftOutRequests(range)}`]
+      : []),
+    ...restored.map(requestBullet),
+  ];
+  if (bullets.length > 0) lines = addToRequests(lines, bullets);
   return { summary: lines.join('\n').trim(), restored };
 }
 

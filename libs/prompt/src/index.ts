@@ -8,3 +8,4 @@ export * from './memory';
 export * from './prompt-stack';
 export * from './title';
 export * from './compaction-prompt';
+export * from './review';

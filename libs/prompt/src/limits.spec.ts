@@ -17,6 +17,7 @@ describe('limits', () => {
       COMPACT_AT: 0.85,
       TAIL_MESSAGES: 4,
       SUMMARY_REQUESTS_SHARE: 0.25,
+      SUMMARY_OUTPUT_SHARE: 0.25,
       SUMMARY_LANGUAGE_PARAGRAPHS: 8,
       SUMMARY_PARAGRAPH_CHARS: 400,
     });

@@ -28,6 +28,11 @@ export const DEFAULT_LIMITS = {
   TAIL_MESSAGES: 4,
   /** Share of the context window for the summary's requests section (section 5.2). */
   SUMMARY_REQUESTS_SHARE: 0.25,
+  /**
+   * Share of the context window kept for the summary's answer (section 5.2): the summary prompt
+   * must fit in the rest, so the oldest turns since the earlier summary are left out past it.
+   */
+  SUMMARY_OUTPUT_SHARE: 0.25,
   /** The person's latest paragraphs quoted to pick the summary's language (section 5.2). */
   SUMMARY_LANGUAGE_PARAGRAPHS: 8,
   /** Characters each quoted paragraph is cut to (section 5.2). */
@@ -38,7 +43,11 @@ export type LimitName = keyof typeof DEFAULT_LIMITS;
 export type Limits = { readonly [K in LimitName]: number };
 
 /** Shares of the context window; every other limit is a whole number. */
-const FRACTIONS: ReadonlySet<LimitName> = new Set(['COMPACT_AT', 'SUMMARY_REQUESTS_SHARE']);
+const FRACTIONS: ReadonlySet<LimitName> = new Set([
+  'COMPACT_AT',
+  'SUMMARY_REQUESTS_SHARE',
+  'SUMMARY_OUTPUT_SHARE',
+]);
 /** Limits that make no sense at zero. */
 const AT_LEAST_ONE: ReadonlySet<LimitName> = new Set(['MAX_CALLS_PER_TURN', 'TAIL_MESSAGES']);
 

@@ -19,21 +19,33 @@ export class ConversationEvents {
     private readonly prefix: string,
     private readonly retentionMs = 24 * 60 * 60 * 1000,
   ) {
-    this.writer = new IORedis(redisUrl, { maxRetriesPerRequest: 3, lazyConnect: false });
+    // An append waits out a short Redis restart (ioredis's default 20 reconnections, about 10 s)
+    // rather than failing at once: the write it follows has committed, and an event that is
+    // never appended is one no client following the stream will see.
+    // Autopipelining: appends made in the same tick (many turns under load) share one write.
+    this.writer = new IORedis(redisUrl, {
+      maxRetriesPerRequest: 20,
+      lazyConnect: false,
+      enableAutoPipelining: true,
+    });
   }
 
   async publish(conversationId: string, event: PortalEvent): Promise<string> {
+    const [id] = await this.publishAll(conversationId, [event]);
+    return id;
+  }
+
+  /**
+   * Appends `events` in order in one round trip: commands on one connection run in the order
+   * sent, so each lands after the one before it.
+   */
+  async publishAll(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
+    const key = conversationEventsKey(this.prefix, conversationId);
     const minId = `${Date.now() - this.retentionMs}-0`;
-    const id = await this.writer.xadd(
-      conversationEventsKey(this.prefix, conversationId),
-      'MINID',
-      '~',
-      minId,
-      '*',
-      'e',
-      JSON.stringify(event),
+    const ids = events.map((event) =>
+      this.writer.xadd(key, 'MINID', '~', minId, '*', 'e', JSON.stringify(event)),
     );
-    return id as string;
+    return (await Promise.all(ids)) as string[];
   }
 
   /** Everything retained after `afterId` (exclusive), oldest first. */
@@ -46,6 +58,34 @@ export class ConversationEvents {
       count,
     );
     return rows.map(toStoredEvent);
+  }
+
+  /**
+   * The retained events of one turn, oldest first, read backwards from the newest until its
+   * `turn_started` or the stream's start (Redis lost the older ones); null when neither is within
+   * `maxScanned` events.
+   */
+  async turnEvents(
+    conversationId: string,
+    turnId: string,
+    maxScanned = 10_000,
+  ): Promise<StoredEvent[] | null> {
+    const key = conversationEventsKey(this.prefix, conversationId);
+    const found: StoredEvent[] = [];
+    let end = '+';
+    for (let scanned = 0; scanned < maxScanned;) {
+      const rows = await this.writer.xrevrange(key, end, '-', 'COUNT', 500);
+      for (const row of rows) {
+        const stored = toStoredEvent(row);
+        if (!('turnId' in stored.event) || stored.event.turnId !== turnId) continue;
+        found.push(stored);
+        if (stored.event.type === 'turn_started') return found.reverse();
+      }
+      if (rows.length < 500) return found.reverse();
+      scanned += rows.length;
+      end = `(${rows[rows.length - 1][0]}`;
+    }
+    return null;
   }
 
   /** The id of the newest event, or `0-0`: a subscription without `Last-Event-ID` starts after it. */
@@ -61,10 +101,11 @@ export class ConversationEvents {
   }
 
   /**
-   * Follows the stream after `afterId` until `signal` aborts. Each subscriber holds its own
-   * blocking connection, since XREAD BLOCK occupies it.
+   * Follows the stream after `afterId` until `signal` aborts, yielding what each read returned
+   * (oldest first) at once. Each subscriber holds its own blocking connection, since XREAD BLOCK
+   * occupies it.
    */
-  async *follow(conversationId: string, afterId: string, signal: AbortSignal): AsyncGenerator<StoredEvent> {
+  async *follow(conversationId: string, afterId: string, signal: AbortSignal): AsyncGenerator<StoredEvent[]> {
     const reader = new IORedis(this.redisUrl, { maxRetriesPerRequest: null });
     const key = conversationEventsKey(this.prefix, conversationId);
     const stop = () => reader.disconnect();
@@ -79,11 +120,10 @@ export class ConversationEvents {
             throw err;
           });
         for (const [, rows] of result ?? []) {
-          for (const row of rows) {
-            const stored = toStoredEvent(row);
-            cursor = stored.id;
-            yield stored;
-          }
+          const batch = rows.map(toStoredEvent);
+          if (!batch.length) continue;
+          cursor = batch[batch.length - 1].id;
+          yield batch;
         }
       }
     } finally {

@@ -7,7 +7,9 @@ import {
   JobHandler,
   QueueModule,
   QueueService,
+  RetryLaterError,
   WorkerHost,
+  type JobContext,
   type JobHandlerOf,
   queueKeyPrefix,
 } from './index';
@@ -33,6 +35,17 @@ class RunTurnHandler implements JobHandlerOf<'run-turn'> {
 @Injectable()
 class SecondRunTurnHandler implements JobHandlerOf<'run-turn'> {
   async handle(): Promise<void> {}
+}
+
+/** Asks to be run again 200 ms later the first time, then finishes. */
+const runs: { at: number; attemptsMade: number }[] = [];
+@JobHandler('run-turn')
+@Injectable()
+class BusyOnceHandler implements JobHandlerOf<'run-turn'> {
+  async handle(_data: JobData<'run-turn'>, context: JobContext): Promise<void> {
+    runs.push({ at: Date.now(), attemptsMade: context.attemptsMade });
+    if (runs.length === 1) throw new RetryLaterError(200, 'busy');
+  }
 }
 
 async function boot(prefix: string, handlers: Array<new (...args: never[]) => unknown>) {
@@ -62,6 +75,22 @@ describe('QueueService with the real Redis', () => {
     } finally {
       await app.get(QueueService).close();
       await app.close();
+    }
+  });
+
+  it('runs a job that asked to retry later again after its delay, without spending an attempt', async () => {
+    const app = await boot(`${prefix}-later`, [BusyOnceHandler]);
+    try {
+      app.get(WorkerHost).start([QueueName.Turns]);
+      await app.get(QueueService).enqueue('run-turn', { orgId: 'acme', turnId: 't-2' });
+      for (let i = 0; i < 100 && runs.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(runs.map((r) => r.attemptsMade)).toEqual([0, 0]);
+      expect(runs[1].at - runs[0].at).toBeGreaterThanOrEqual(150);
+    } finally {
+      await app.get(QueueService).close();
+      await app.close();
+      const keys = await redis.keys(`{${prefix}-later:*`);
+      if (keys.length) await redis.del(...keys);
     }
   });
 

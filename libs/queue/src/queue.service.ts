@@ -14,6 +14,21 @@ export interface QueueConnectionOptions {
 
 export type JobProcessor = (name: JobName, data: unknown, context: JobContext) => Promise<void>;
 
+/**
+ * Thrown by a handler that cannot do its job yet (e.g. another worker holds the turn): the job is
+ * delayed by `delayMs` and runs again then, without spending an attempt.
+ */
+export class RetryLaterError extends Error {
+  override name = 'RetryLaterError';
+
+  constructor(
+    readonly delayMs: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** BullMQ behind one small service: producers for every queue, consumers for the ones asked. */
 export class QueueService {
   private readonly connection: Redis;
@@ -92,7 +107,7 @@ export class QueueService {
         const waitedMs = (job.processedOn ?? started) - job.timestamp - (job.opts.delay ?? 0);
         this.metrics?.jobWait.observe({ queue }, Math.max(0, waitedMs) / 1000);
       }
-      let outcome: 'completed' | 'failed' | 'handed_back' = 'completed';
+      let outcome: 'completed' | 'failed' | 'handed_back' | 'delayed' = 'completed';
       let error: string | undefined;
       try {
         await process(job.name as JobName, job.data, {
@@ -102,6 +117,11 @@ export class QueueService {
         });
       } catch (err) {
         error = (err as Error).message;
+        if (err instanceof RetryLaterError) {
+          outcome = 'delayed';
+          await job.moveToDelayed(Date.now() + err.delayMs, token);
+          throw new DelayedError();
+        }
         if (!this.shutdown.signal.aborted) {
           outcome = 'failed';
           throw err;

@@ -3,3 +3,4 @@ export * from './database.util';
 export * from './e2e';
 export * from './log-capture.util';
 export * from './hostile';
+export * from './chaos';

@@ -45,14 +45,18 @@ export class ImageRepository {
     return { format: meta.format, width: meta.autoOrient.width, height: meta.autoOrient.height };
   }
 
-  /** The picture oriented, resized to exactly `size` (oriented), re-encoded in its own format without metadata. */
+  /**
+   * The picture oriented, resized to exactly `size` (oriented), re-encoded in its own format
+   * without metadata. `format` is the probe's, when the header was read already.
+   */
   async render(
     input: Buffer,
     limits: PictureLimits,
     size: { width: number; height: number },
+    format?: string,
   ): Promise<{ data: Buffer; width: number; height: number }> {
     let image = this.open(input, limits).resize(size.width, size.height, { fit: 'fill' });
-    const format = (await image.metadata()).format;
+    format ??= (await image.metadata()).format;
     if (format === 'jpeg') image = image.jpeg({ quality: 85 });
     else if (format === 'png') image = image.png();
     else if (format === 'webp') image = image.webp({ quality: 85 });

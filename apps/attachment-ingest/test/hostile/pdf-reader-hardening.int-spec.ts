@@ -10,7 +10,7 @@ import {
   simplePdf,
   type3FontMatrixExploitPdf,
 } from '@portal/testing';
-import { pdfReaderThread, type ReaderInput } from '../../src/media/pdf-reader.thread';
+import { pdfReaderThread, type ReaderMessage, type ReaderSetup } from '../../src/media/pdf-reader.thread';
 import { PdfRepository } from '../../src/media/pdf.repository';
 
 /**
@@ -52,15 +52,22 @@ describe('the reader options', () => {
         };
       },
     };
-    const posted: unknown[] = [];
-    const input: ReaderInput = {
+    const setup: ReaderSetup = {
       pdfjsUrl: 'unused',
+      pdfjsWorkerUrl: 'unused',
       standardFontDataUrl: '/fonts/',
       cMapUrl: '/cmaps/',
-      data: new Uint8Array([1, 2, 3]),
       maxArrayBytes: 1024,
     };
-    await pdfReaderThread(pdfjs as never, input, { postMessage: (m: unknown) => posted.push(m) } as never);
+    let listener: ((request: unknown) => void) | undefined;
+    const answered = new Promise<ReaderMessage>((resolve) =>
+      pdfReaderThread(pdfjs as never, setup, {
+        postMessage: (m: ReaderMessage) => resolve(m),
+        on: (_: string, fn: (request: unknown) => void) => (listener = fn),
+      } as never),
+    );
+    listener!({ type: 'open', data: new Uint8Array([1, 2, 3]) });
+    const posted = [await answered];
 
     expect(options).toMatchObject({
       isEvalSupported: false,
@@ -138,4 +145,86 @@ describe('decompression bombs', () => {
       pages: ['First page.', 'Second page, with café and naïve.'],
     });
   });
+});
+
+describe('readers kept between documents', () => {
+  const pages = (count: number, prefix: string) =>
+    Array.from({ length: count }, (_, i) => [`${prefix} page ${i + 1}`, 'Revenue grew in the north.']);
+  const expected = (count: number, prefix: string) =>
+    Array.from({ length: count }, (_, i) => `${prefix} page ${i + 1}\nRevenue grew in the north.`);
+
+  async function readWith(pool: PdfRepository, bytes: Buffer, limits = LIMITS): Promise<(string | null)[]> {
+    const doc = await pool.open(bytes, limits);
+    try {
+      return await doc.readPages(1, doc.pageCount);
+    } finally {
+      await doc.close();
+    }
+  }
+
+  it('read hostile documents one after another and still read an ordinary one in full', async () => {
+    // A smaller heap, so that a small bomb passes the cap on typed arrays (a quarter of it).
+    const limits = { timeoutMs: 30_000, memoryMb: 128 };
+    const pool = new PdfRepository({ idleReaders: 1 });
+    try {
+      const active = hostileCorpus({ markerPath: marker }).filter((f) => f.category === 'pdf-active');
+      for (const file of [
+        ...active.map((f) => f.bytes),
+        fontMatrixExploitPdf(marker),
+        type3FontMatrixExploitPdf(marker),
+      ]) {
+        await readWith(pool, file, limits).catch(() => null);
+      }
+      expect(await readWith(pool, flateBombPdf(64), limits)).toEqual(['Before the blanks.']);
+      const later = simplePdf(pages(3, 'Later'), { flate: true });
+      expect(await readWith(pool, later, limits)).toEqual(expected(3, 'Later'));
+      expect(existsSync(marker)).toBe(false);
+      expect((globalThis as Record<string, unknown>).__hostilePdfPayloadRan).toBeUndefined();
+    } finally {
+      pool.onModuleDestroy();
+    }
+  }, 60_000);
+
+  it('end a reader that passed the time limit; the next document gets a sound one', async () => {
+    const pool = new PdfRepository({ idleReaders: 1 });
+    await pool.prewarm(LIMITS.memoryMb);
+    try {
+      expect(await readWith(pool, simplePdf(pages(1, 'Warm'), { flate: true }))).toEqual(expected(1, 'Warm'));
+      const long = simplePdf(pages(400, 'Long'), { flate: true });
+      await expect(readWith(pool, long, { ...LIMITS, timeoutMs: 20 })).rejects.toThrow(
+        'reading the PDF took longer than 0.02 s',
+      );
+      expect(await readWith(pool, simplePdf(pages(2, 'Next'), { flate: true }))).toEqual(expected(2, 'Next'));
+    } finally {
+      pool.onModuleDestroy();
+    }
+  }, 60_000);
+
+  it('read a long document with a borrowed reader too, and give it back when another document needs one', async () => {
+    const pool = new PdfRepository({ idleReaders: 2 });
+    await pool.prewarm(LIMITS.memoryMb);
+    try {
+      const long = await pool.open(simplePdf(pages(80, 'Long'), { flate: true }), LIMITS);
+      // The borrowed reader joins once it has opened the document too.
+      for (let i = 0; i < 200 && long.lanes < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(long.lanes).toBe(2);
+      const [first, second] = await Promise.all([long.readPages(1, 8), long.readPages(9, 16)]);
+      expect([...first, ...second]).toEqual(expected(16, 'Long'));
+      // Another document opens while the long one is read: the borrowed reader goes back to it.
+      const [other, rest] = await Promise.all([
+        readWith(pool, simplePdf(pages(2, 'Other'), { flate: true })),
+        (async () => {
+          const texts: (string | null)[] = [];
+          for (let from = 17; from <= 80; from += 8) texts.push(...(await long.readPages(from, from + 7)));
+          return texts;
+        })(),
+      ]);
+      expect(other).toEqual(expected(2, 'Other'));
+      expect(rest).toEqual(expected(80, 'Long').slice(16));
+      expect(long.lanes).toBe(1);
+      await long.close();
+    } finally {
+      pool.onModuleDestroy();
+    }
+  }, 60_000);
 });

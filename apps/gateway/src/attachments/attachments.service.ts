@@ -14,6 +14,8 @@ export type UploadedAttachment = Pick<AttachmentManifest, 'id' | 'kind' | 'filen
 interface Upload {
   filename: string;
   bytes: Buffer;
+  /** Hex SHA-256 of the bytes, hashed as they arrived. */
+  sha256: string;
 }
 
 @Injectable()
@@ -47,7 +49,7 @@ export class AttachmentsService {
       filename: upload.filename,
       mimeType: type.mimeType,
       byteSize: upload.bytes.length,
-      sha256: createHash('sha256').update(upload.bytes).digest('hex'),
+      sha256: upload.sha256,
       original: upload.bytes,
     });
     if (!created) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
@@ -80,8 +82,8 @@ export class AttachmentsService {
       });
       for await (const part of parts) {
         if (part.type === 'file') {
-          const bytes = await this.readCapped(part.file);
-          if (part.fieldname === 'file') upload = { filename: cleanFilename(part.filename), bytes };
+          const { bytes, sha256 } = await this.readCapped(part.file);
+          if (part.fieldname === 'file') upload = { filename: cleanFilename(part.filename), bytes, sha256 };
         } else if (
           part.fieldname === 'conversationId' &&
           typeof part.value === 'string' &&
@@ -96,12 +98,21 @@ export class AttachmentsService {
     return { upload, conversationId };
   }
 
-  /** Collects the stream, refusing it once it passes the cap. */
-  private async readCapped(stream: Readable & { truncated?: boolean }): Promise<Buffer> {
+  /**
+   * Collects the stream, refusing it once it passes the cap, and hashes each chunk as it comes in
+   * (while the next one is still on its way) rather than the whole file at the end.
+   */
+  private async readCapped(
+    stream: Readable & { truncated?: boolean },
+  ): Promise<{ bytes: Buffer; sha256: string }> {
     const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const hash = createHash('sha256');
+    for await (const chunk of stream) {
+      chunks.push(chunk as Buffer);
+      hash.update(chunk as Buffer);
+    }
     if (stream.truncated) throw new DomainError('too_large', tooLarge(this.config.maxBytes));
-    return Buffer.concat(chunks);
+    return { bytes: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), sha256: hash.digest('hex') };
   }
 }
 

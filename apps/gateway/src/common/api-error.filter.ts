@@ -16,6 +16,7 @@ export class ApiErrorFilter implements ExceptionFilter {
       this.logger.error(`${request.method} ${request.url}: ${(err as Error)?.stack ?? String(err)}`);
     }
     if (reply.sent || reply.raw.headersSent) return;
+    if (status === 503) void reply.header('retry-after', '1');
     void reply.status(status).send(body);
   }
 }

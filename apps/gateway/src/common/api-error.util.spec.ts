@@ -1,4 +1,7 @@
 import { HttpException, NotFoundException } from '@nestjs/common';
+import IORedis from 'ioredis';
+import { Client } from 'pg';
+import { QueryFailedError } from 'typeorm';
 import { DalError } from '@portal/dal';
 import { DomainError, ERROR_CODES } from '@portal/domain';
 import { ERROR_STATUS, toApiError } from './api-error.util';
@@ -52,5 +55,33 @@ describe('toApiError', () => {
         body: { error: { code: 'internal', message: 'Internal server error' } },
       });
     }
+  });
+
+  it('answers a store outage with 503 unavailable: real pg and ioredis errors from a closed port', async () => {
+    const pg = new Client({ host: '127.0.0.1', port: 1, user: 'postgres' });
+    const refused = await pg.connect().then(
+      () => null,
+      (err: Error) => err,
+    );
+    await pg.end().catch(() => undefined);
+    const redis = new IORedis('redis://127.0.0.1:1', { maxRetriesPerRequest: 0, lazyConnect: true });
+    redis.on('error', () => undefined);
+    const gaveUp = await redis.get('x').then(
+      () => null,
+      (err: Error) => err,
+    );
+    redis.disconnect();
+    const shutdown = Object.assign(new Error('terminating connection due to administrator command'), {
+      code: '57P01',
+    });
+    for (const err of [refused, gaveUp, new QueryFailedError('SELECT 1', [], shutdown)]) {
+      expect(toApiError(err)).toEqual({
+        status: 503,
+        body: { error: { code: 'unavailable', message: 'The service is briefly unavailable; try again' } },
+      });
+    }
+    // A query the database refuses for what it says is a fault of ours, not an outage.
+    const syntax = Object.assign(new Error('syntax error at or near "x"'), { code: '42601' });
+    expect(toApiError(new QueryFailedError('x', [], syntax)).status).toBe(500);
   });
 });

@@ -20,6 +20,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   model_cannot_see: 422,
   rate_limited: 429,
   invariant_violated: 500,
+  unavailable: 503,
 };
 
 /** Codes for framework errors that carry only an HTTP status (bad JSON, body too large, no route). */
@@ -52,7 +53,42 @@ const INTERNAL: ApiError = {
   body: { error: { code: 'internal', message: 'Internal server error' } },
 };
 
-/** Any thrown value as the API answers it; a server fault becomes `internal`, leaking nothing. */
+const UNAVAILABLE: ApiError = {
+  status: 503,
+  body: { error: { code: 'unavailable', message: 'The service is briefly unavailable; try again' } },
+};
+
+/** Postgres and Redis answers that say the store is down or restarting, not that the request is wrong. */
+const OUTAGE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
+const OUTAGE_MESSAGE =
+  /Connection terminated|Connection is closed|connect ECONNREFUSED|timeout exceeded when trying to connect|Reached the max retries per request/i;
+
+/** True when the error (or what it wraps: TypeORM's `driverError`, a `cause`) is a store outage. */
+export function isStoreOutage(err: unknown, depth = 0): boolean {
+  // Not `instanceof Error`: a socket error is made in Node's own realm, which Jest's is not.
+  if (typeof err !== 'object' || err === null || depth > 3) return false;
+  const { code, message, driverError, cause } = err as Record<string, unknown>;
+  if (typeof code === 'string' && OUTAGE_CODES.has(code)) return true;
+  if (typeof message === 'string' && OUTAGE_MESSAGE.test(message)) return true;
+  return isStoreOutage(driverError, depth + 1) || isStoreOutage(cause, depth + 1);
+}
+
+/**
+ * Any thrown value as the API answers it; a store outage becomes 503 `unavailable` (the client may
+ * retry), any other server fault `internal`, leaking nothing.
+ */
 export function toApiError(err: unknown): ApiError {
   let code: ErrorCode | undefined;
   let message = '';
@@ -66,6 +102,7 @@ export function toApiError(err: unknown): ApiError {
     code = CODE_OF_STATUS[err.getStatus()] ?? 'validation_failed';
     message = err.message;
   }
+  if (code === undefined && isStoreOutage(err)) return UNAVAILABLE;
   if (code === undefined || ERROR_STATUS[code] >= 500) return INTERNAL;
   return { status: ERROR_STATUS[code], body: { error: { code, message } } };
 }

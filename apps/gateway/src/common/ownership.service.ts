@@ -1,5 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ConversationRepository, TurnRepository, type Conversation } from '@portal/dal';
+import {
+  ConversationRepository,
+  TurnRepository,
+  type Conversation,
+  type ConversationWithAgent,
+} from '@portal/dal';
 import { DomainError, type Turn } from '@portal/domain';
 import type { Principal } from './principal.types';
 
@@ -16,8 +21,15 @@ export class OwnershipService {
 
   async conversation(caller: Principal, conversationId: string): Promise<Conversation> {
     const conversation = await this.conversations.getForUser(caller.orgId, caller.userId, conversationId);
-    if (!conversation) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
-    return conversation;
+    return conversation ?? notFound(conversationId);
+  }
+
+  /** The conversation with its agent and its open turn's id, in one query. */
+  async conversationWithAgent(caller: Principal, conversationId: string): Promise<ConversationWithAgent> {
+    const found = await this.conversations.getWithAgent(caller.orgId, conversationId, {
+      userId: caller.userId,
+    });
+    return found ?? notFound(conversationId);
   }
 
   async turn(caller: Principal, turnId: string): Promise<Turn> {
@@ -27,4 +39,8 @@ export class OwnershipService {
     if (!turn || !owned) throw new DomainError('not_found', `Turn ${turnId} not found`);
     return turn;
   }
+}
+
+function notFound(conversationId: string): never {
+  throw new DomainError('not_found', `Conversation ${conversationId} not found`);
 }

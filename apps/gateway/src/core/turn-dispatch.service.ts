@@ -29,11 +29,11 @@ export class TurnDispatchService implements OnApplicationShutdown {
     );
   }
 
-  /** Publishes in order, each after the previous one is in the stream. */
+  /** Publishes in order, in one round trip. */
   publish(conversationId: string, events: PortalEvent[]): Promise<void> {
-    return this.safely(`publish to conversation ${conversationId}`, async () => {
-      for (const event of events) await this.events.publish(conversationId, event);
-    });
+    return this.safely(`publish to conversation ${conversationId}`, () =>
+      this.events.publishAll(conversationId, events),
+    );
   }
 
   cancel(turnId: string): Promise<void> {

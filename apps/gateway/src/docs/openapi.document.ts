@@ -85,7 +85,13 @@ const agentFields: Record<string, Schema> = {
   skills: { type: 'array', items: str, description: 'bound skills by slug, in catalogue order' },
   tools: { type: 'array', items: ref('AgentTool') },
   compactionGuidance: nullableStr,
-  reviewer: { type: ['string', 'null'], description: 'model id of the output guardrail' },
+  reviewer: {
+    type: ['string', 'null'],
+    description:
+      'model id of the output guardrail: answer and narration text streams sentence by sentence, each ' +
+      'once a `review` call passed it; a blocked sentence is never shown and fails the turn ' +
+      '`blocked_by_review: <reason>`',
+  },
 };
 
 const skillFields: Record<string, Schema> = {
@@ -328,7 +334,8 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         description:
           '`id:` is the event stream id, `data:` the event JSON (`type`, `turnId`, …). With `Last-Event-ID` ' +
           '(or `?lastEventId=`) everything retained after it is replayed first; without, the stream starts ' +
-          'from now. A comment line is sent every 15 s.',
+          'from now. A comment line is sent every 15 s. For an agent with a `reviewer`, each `text_delta` ' +
+          'carries one sentence its review passed.',
         parameters: [
           conversationId,
           { name: 'Last-Event-ID', in: 'header', required: false, schema: str },

@@ -55,10 +55,10 @@ export class SseService implements OnModuleDestroy {
     this.metrics.sseOpened();
     const done = (async () => {
       try {
-        for await (const { id, event } of this.events.follow(conversationId, afterId, abort.signal)) {
-          if (!res.write(`id: ${id}\ndata: ${JSON.stringify(event)}\n\n`)) {
-            await once(res, 'drain', { signal: abort.signal });
-          }
+        // One write per read of the stream, however many events it returned.
+        for await (const batch of this.events.follow(conversationId, afterId, abort.signal)) {
+          const text = batch.map(({ id, event }) => `id: ${id}\ndata: ${JSON.stringify(event)}\n\n`).join('');
+          if (!res.write(text)) await once(res, 'drain', { signal: abort.signal });
         }
       } catch (err) {
         if (!abort.signal.aborted)

@@ -1,14 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import {
-  AgentRepository,
-  BlockRepository,
-  DalError,
-  SkillRepository,
-  TurnRepository,
-  type Conversation,
-} from '@portal/dal';
-import { DomainError, type Turn } from '@portal/domain';
+import { BlockRepository, DalError, SkillRepository, TurnRepository, type Conversation } from '@portal/dal';
+import { DomainError } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
@@ -29,9 +22,7 @@ export class MessagesService {
   constructor(
     @Inject(DataSource) private readonly dataSource: DataSource,
     @Inject(OwnershipService) private readonly owned: OwnershipService,
-    @Inject(AgentRepository) private readonly agents: AgentRepository,
     @Inject(SkillRepository) private readonly skills: SkillRepository,
-    @Inject(TurnRepository) private readonly turns: TurnRepository,
     @Inject(MessageChecksService) private readonly checks: MessageChecksService,
     @Inject(TurnOpeningService) private readonly opener: TurnOpeningService,
     @Inject(CompactionRequestService) private readonly compaction: CompactionRequestService,
@@ -39,11 +30,10 @@ export class MessagesService {
   ) {}
 
   async post(caller: Principal, conversationId: string, body: PostMessage): Promise<PostMessageResult> {
-    const conversation = await this.owned.conversation(caller, conversationId);
     const message = { ...body, attachmentIds: [...new Set(body.attachmentIds)] };
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.postOnce(caller, conversation, message);
+        return await this.postOnce(caller, conversationId, message);
       } catch (err) {
         const raced = err instanceof RaceLost || (err instanceof DalError && err.code === 'turn_active');
         if (!raced || attempt === ATTEMPTS) throw err;
@@ -53,18 +43,19 @@ export class MessagesService {
 
   private async postOnce(
     caller: Principal,
-    conversation: Conversation,
+    conversationId: string,
     body: PostMessage,
   ): Promise<PostMessageResult> {
+    const { conversation, agent, activeTurnId } = await this.owned.conversationWithAgent(
+      caller,
+      conversationId,
+    );
     const parsed = parseLeadingSlugs(body.text);
-    if (!parsed.isCompact) {
-      const open = await this.turns.getActive(caller.orgId, conversation.id);
-      const steered = open ? await this.steer(caller, conversation, open, body) : null;
+    if (!parsed.isCompact && activeTurnId) {
+      const steered = await this.steer(caller, conversation, activeTurnId, body);
       if (steered) return steered;
     }
 
-    const agent = await this.agents.get(caller.orgId, conversation.agentId);
-    if (!agent) throw new DomainError('not_found', `Agent ${conversation.agentId} not found`);
     const selected = await this.checks.selectSkills(caller, parsed.slugs);
     const manifests = await this.checks.attachmentsOf(caller, conversation.id, body.attachmentIds);
     this.checks.vision(agent.model, manifests);
@@ -107,11 +98,11 @@ export class MessagesService {
   private async steer(
     caller: Principal,
     conversation: Conversation,
-    open: Turn,
+    turnId: string,
     body: PostMessage,
   ): Promise<PostMessageResult | null> {
     const block = await this.dataSource.transaction(async (em) => {
-      const turn = (await new TurnRepository(em).lockForUpdate(caller.orgId, open.id))?.turn;
+      const turn = (await new TurnRepository(em).lockForUpdate(caller.orgId, turnId))?.turn;
       if (turn?.status === 'paused') {
         throw new DomainError('turn_paused', `Turn ${turn.n} is waiting for an answer to its request`, {
           turnId: turn.id,
@@ -131,7 +122,7 @@ export class MessagesService {
       return steering;
     });
     if (!block) return null;
-    await this.dispatch.publish(conversation.id, [{ type: 'block_finished', turnId: open.id, block }]);
-    return { turnId: open.id, steered: true };
+    await this.dispatch.publish(conversation.id, [{ type: 'block_finished', turnId, block }]);
+    return { turnId, steered: true };
   }
 }

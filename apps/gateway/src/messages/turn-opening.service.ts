@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { TraceRepository, TurnRepository, type Conversation, type NewTurn } from '@portal/dal';
+import { TurnRepository, type Conversation, type NewTurn } from '@portal/dal';
 import { DomainError, type Turn } from '@portal/domain';
 import type { Principal } from '../common/principal.types';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
@@ -8,12 +7,12 @@ import { MetricsService } from '../metrics/metrics.service';
 
 /**
  * Turn protocol step 1: the queued turn, the person's message and the SKILL_SELECT trace entry in
- * one transaction; then the events, then the job.
+ * one statement; then the events, then the job.
  */
 @Injectable()
 export class TurnOpeningService {
   constructor(
-    @Inject(DataSource) private readonly dataSource: DataSource,
+    @Inject(TurnRepository) private readonly turns: TurnRepository,
     @Inject(TurnDispatchService) private readonly dispatch: TurnDispatchService,
     @Inject(MetricsService) private readonly metrics: MetricsService,
   ) {}
@@ -25,19 +24,13 @@ export class TurnOpeningService {
     input: Omit<NewTurn, 'conversationId'>,
     enqueue: (turnId: string) => Promise<void>,
   ): Promise<Turn> {
-    const { turn, message } = await this.dataSource.transaction(async (em) => {
-      const created = await new TurnRepository(em).createWithUserMessage(caller.orgId, {
-        ...input,
-        conversationId: conversation.id,
-      });
-      if (!created) throw new DomainError('not_found', `Conversation ${conversation.id} not found`);
-      await new TraceRepository(em).addSkillSelect(
-        caller.orgId,
-        created.turn.id,
-        input.selectedSkillIds ?? [],
-      );
-      return created;
+    const created = await this.turns.createWithUserMessage(caller.orgId, {
+      ...input,
+      conversationId: conversation.id,
+      traceSkillSelect: true,
     });
+    if (!created) throw new DomainError('not_found', `Conversation ${conversation.id} not found`);
+    const { turn, message } = created;
     this.metrics.turnOpened(turn.kind);
     // Published before the job exists: a worker that picks it up at once publishes `running`
     // after `turn_started` and `queued`, never before them.

@@ -8,12 +8,13 @@ import {
   type ChatRequest,
   type ModelDelta,
   type ModelEntry,
-  type ModelErrorClass,
   type ModelToolCall,
   type StreamResult,
+  type TokenUsage,
 } from '@portal/model';
 import { observeModelCall, PortalMetrics } from '@portal/queue';
-import { RetryPolicy } from './retry-policy.service';
+import { modelError, RetryPolicy } from './retry-policy.service';
+import { Reviewer, type ReviewerOf } from './reviewer.service';
 import { TurnStore } from './turn-store.service';
 import type { CallBlockIds } from './turn-steps.util';
 
@@ -27,20 +28,16 @@ export type CallOutcome =
   | { kind: 'answered'; result: StreamResult; ids: CallBlockIds }
   /** `signal` aborted: what had streamed of the last attempt. */
   | { kind: 'stopped'; partial: CallOutput; ids: CallBlockIds }
+  /** The reviewer blocked a sentence: the text shown before it; usage when the model had finished. */
+  | { kind: 'blocked'; error: string; partial: CallOutput; ids: CallBlockIds; usage: TokenUsage | null }
   | { kind: 'overflow' }
   | { kind: 'failed'; error: string };
-
-const RETRYABLE: ReadonlySet<ModelErrorClass['kind']> = new Set([
-  'rate_limited',
-  'server',
-  'timeout',
-  'broken_stream',
-]);
 
 /**
  * One model call of a turn: streamed through ModelClientFactory, its deltas published as they
  * arrive, retried with backoff on 429, 5xx, a broken stream or a timeout. Each attempt starts
- * afresh: what a failed attempt streamed is dropped (its blocks never finish).
+ * afresh: what a failed attempt streamed is dropped (its blocks never finish). With a `reviewer`
+ * its text is published sentence by sentence as the reviewer passes it (SPEC 3).
  */
 @Injectable()
 export class ModelCaller {
@@ -49,32 +46,48 @@ export class ModelCaller {
     @Inject(RetryPolicy) private readonly retry: RetryPolicy,
     @Inject(TurnStore) private readonly store: TurnStore,
     @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
+    @Inject(Reviewer) private readonly reviewer: Reviewer,
   ) {}
 
   async call(
     turn: Turn,
     model: ModelEntry,
     request: ChatRequest,
-    opts: { effort: Effort; signal: AbortSignal },
+    opts: { effort: Effort; signal: AbortSignal; reviewer?: ReviewerOf | null },
   ): Promise<CallOutcome> {
     for (let attempt = 0; ; attempt++) {
       const stream = new PublishedStream(turn, this.store);
+      const review = opts.reviewer
+        ? this.reviewer.open(turn, opts.reviewer, {
+            key: stream.ids.text,
+            signal: opts.signal,
+            release: (sentence) => stream.show('text', sentence),
+          })
+        : null;
       try {
-        const events = this.models.streamChat(model, request, opts);
+        const events = this.models.streamChat(model, request, {
+          effort: opts.effort,
+          signal: review?.signal ?? opts.signal,
+        });
         for await (const event of observeModelCall(this.metrics, { model: model.id, kind: 'turn' }, events)) {
           if (event.type === 'done') {
+            await review?.end();
             await stream.flushed();
+            if (review?.blocked) return blocked(review.blocked, stream, event.result.usage);
             return { kind: 'answered', result: event.result, ids: stream.ids };
           }
-          stream.push(event);
+          if (review && event.type === 'text') review.push(event.text);
+          else stream.push(event);
         }
         throw new BrokenStreamError('The model stream ended without a result');
       } catch (err) {
+        review?.close();
         await stream.flushed();
         if (opts.signal.aborted) return { kind: 'stopped', partial: stream.output, ids: stream.ids };
+        if (review?.blocked) return blocked(review.blocked, stream, null);
         const failure = classifyModelError(err);
         if (failure.kind === 'context_overflow') return { kind: 'overflow' };
-        if (!RETRYABLE.has(failure.kind) || attempt >= this.retry.retries) {
+        if (!this.retry.shouldRetry(failure, attempt)) {
           return { kind: 'failed', error: modelError(failure, attempt + 1) };
         }
         await this.retry.wait(this.retry.delayMs(attempt, failure.retryAfterMs), opts.signal);
@@ -86,11 +99,14 @@ export class ModelCaller {
   }
 }
 
-/** `model_error: HTTP 500 after 4 attempts: <the provider's message>`. */
-export function modelError(failure: ModelErrorClass, attempts: number): string {
-  const what = failure.status !== null ? `HTTP ${failure.status}` : failure.kind.replace('_', ' ');
-  const tries = attempts > 1 ? ` after ${attempts} attempts` : '';
-  return `model_error: ${what}${tries}: ${failure.message}`;
+function blocked(reason: string, stream: PublishedStream, usage: TokenUsage | null): CallOutcome {
+  return {
+    kind: 'blocked',
+    error: `blocked_by_review: ${reason}`,
+    partial: stream.output,
+    ids: stream.ids,
+    usage,
+  };
 }
 
 /**
@@ -115,16 +131,20 @@ class PublishedStream {
   push(delta: ModelDelta): void {
     const turnId = this.turn.id;
     if (delta.type === 'thinking' || delta.type === 'text') {
-      const blockId = this.ids[delta.type];
-      if (this.output[delta.type] === '')
-        this.send({ type: 'block_started', turnId, blockId, kind: delta.type });
-      this.output[delta.type] += delta.text;
-      const type = delta.type === 'text' ? 'text_delta' : 'thinking_delta';
-      this.send({ type, turnId, blockId, text: delta.text });
+      this.show(delta.type, delta.text);
     } else if (delta.type === 'tool_call_started') {
       this.output.toolCalls[delta.index] = { callId: delta.callId, name: delta.name, arguments: '' };
       this.send({ type: 'block_started', turnId, blockId: this.ids.toolUse(delta.index), kind: 'tool_use' });
     }
+  }
+
+  /** Text or thinking people may see now: added to the output and published. */
+  show(kind: 'thinking' | 'text', text: string): void {
+    const turnId = this.turn.id;
+    const blockId = this.ids[kind];
+    if (this.output[kind] === '') this.send({ type: 'block_started', turnId, blockId, kind });
+    this.output[kind] += text;
+    this.send({ type: kind === 'text' ? 'text_delta' : 'thinking_delta', turnId, blockId, text });
   }
 
   /** Resolves once every event so far is published; rejects with the first publishing error. */

@@ -1,6 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { ModelErrorClass } from '@portal/model';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
+
+const RETRYABLE: ReadonlySet<ModelErrorClass['kind']> = new Set([
+  'rate_limited',
+  'server',
+  'timeout',
+  'broken_stream',
+]);
 
 /** How long to wait before each retry of a model call, and the waiting itself (a seam for tests). */
 @Injectable()
@@ -9,6 +17,11 @@ export class RetryPolicy {
 
   get retries(): number {
     return this.config.modelRetries;
+  }
+
+  /** A 429, a 5xx, a broken stream or a timeout is tried again, MODEL_RETRIES times. */
+  shouldRetry(failure: ModelErrorClass, attempt: number): boolean {
+    return RETRYABLE.has(failure.kind) && attempt < this.retries;
   }
 
   /**
@@ -34,4 +47,11 @@ export class RetryPolicy {
       signal.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+/** `model_error: HTTP 500 after 4 attempts: <the provider's message>`. */
+export function modelError(failure: ModelErrorClass, attempts: number): string {
+  const what = failure.status !== null ? `HTTP ${failure.status}` : failure.kind.replace('_', ' ');
+  const tries = attempts > 1 ? ` after ${attempts} attempts` : '';
+  return `model_error: ${what}${tries}: ${failure.message}`;
 }

@@ -1,18 +1,26 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { JobData } from '@portal/contracts';
-import { JobHandler, type JobContext, type JobHandlerOf } from '@portal/queue';
+import { JobHandler, RetryLaterError, type JobContext, type JobHandlerOf } from '@portal/queue';
+import { CONFIG } from '../config.token';
+import type { TurnOrchestratorConfig } from '../config';
 import { TurnRunner } from './turn-runner.service';
 
 /**
  * `run-turn { orgId, turnId }`: every job of a turn (open, answer, cancel, recovery) runs the same
- * way; the turn's state in Postgres says what is left to do. Idempotent.
+ * way; the turn's state in Postgres says what is left to do. Idempotent. A job that finds another
+ * worker holding the turn looks again once that lease could have lapsed (its worker may be dead).
  */
 @JobHandler('run-turn')
 @Injectable()
 export class RunTurnHandler implements JobHandlerOf<'run-turn'> {
-  constructor(@Inject(TurnRunner) private readonly runner: TurnRunner) {}
+  constructor(
+    @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
+    @Inject(TurnRunner) private readonly runner: TurnRunner,
+  ) {}
 
-  handle(data: JobData<'run-turn'>, context: JobContext): Promise<void> {
-    return this.runner.run(data, context.signal);
+  async handle(data: JobData<'run-turn'>, context: JobContext): Promise<void> {
+    if ((await this.runner.run(data, context.signal)) === 'busy') {
+      throw new RetryLaterError(this.config.leaseMs, `turn ${data.turnId} is held by another worker`);
+    }
   }
 }

@@ -257,7 +257,7 @@ describe('steering', () => {
   });
 
   it('arriving during the call that gives the answer makes one more call', async () => {
-    const { turnId } = await h.openTurn({ text: 'Explain Q3.' });
+    const { turnId, conversationId } = await h.openTurn({ text: 'Explain Q3.' });
     const mark = h.fake.requests.length;
     h.fake.enqueue(async () => {
       await h.steer(turnId, 'Make it shorter.');
@@ -276,6 +276,11 @@ describe('steering', () => {
     expect(messages[3].blocks).toEqual([expect.objectContaining({ kind: 'text', text: 'Q3 went well.' })]);
     expect((await h.turn(turnId))!.status).toBe('completed');
     await expectValid(turnId);
+    // The first answer, stored while the turn stayed running, was published like any block.
+    const finished = (await h.events(conversationId)).flatMap((e) =>
+      e.type === 'block_finished' && e.block.kind === 'text' ? [e.block.text] : [],
+    );
+    expect(finished).toEqual(expect.arrayContaining(['A long explanation of Q3.', 'Q3 went well.']));
   });
 });
 
@@ -305,11 +310,11 @@ describe('running a turn again', () => {
     expect((await h.blocks(turnId)).at(-1)).toMatchObject({ text: 'Taken over.' });
   });
 
-  it('a turn held by a live lease is left alone', async () => {
+  it('a turn held by a live lease is left alone, and its job told to look again later', async () => {
     const { turnId } = await h.openTurn();
     await new TurnRepository(h.db.dataSource).claim(ORG, turnId, 'live-worker', 60_000);
     const requests = h.fake.requests.length;
-    await h.run(turnId);
+    await expect(h.run(turnId)).resolves.toBe('busy');
     expect(h.fake.requests.length).toBe(requests);
     expect((await h.turn(turnId))!.status).toBe('running');
   });

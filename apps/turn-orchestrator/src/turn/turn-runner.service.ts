@@ -16,7 +16,7 @@ import {
   type RequestBlock,
   type ToolUseBlock,
 } from '@portal/domain';
-import { priceUsage, type ChatRequest } from '@portal/model';
+import { priceUsage, type ChatRequest, type ModelEntry, type TokenUsage } from '@portal/model';
 import { assemblePrompt, type AssembledPrompt } from '@portal/prompt';
 import { addLogContext } from '@portal/queue';
 import { CONFIG } from '../config.token';
@@ -34,8 +34,16 @@ import { CancelListener } from './cancel-listener.service';
 import { CompactionGate } from './compaction-gate.service';
 import { ModelCaller, type CallOutcome } from './model-call.service';
 import { TitleService } from './title.service';
+import { TurnEventsResync } from './turn-events-resync.service';
 import { LeaseLostError, TurnStore, type HeldTurn } from './turn-store.service';
-import { callBlocks, countCalls, nextStep, usedCallIds, type BlockDraft } from './turn-steps.util';
+import {
+  callBlocks,
+  countCalls,
+  nextStep,
+  usedCallIds,
+  type BlockDraft,
+  type CallBlockIds,
+} from './turn-steps.util';
 
 /** Why a run stops before the turn settles: cut off, the worker shuts down, or another took it. */
 type StopReason = 'cancel' | 'shutdown' | 'lease_lost';
@@ -71,6 +79,7 @@ export class TurnRunner {
     @Inject(ToolRegistry) private readonly tools: ToolRegistry,
     @Inject(CancelListener) private readonly cancels: CancelListener,
     @Inject(TitleService) private readonly titles: TitleService,
+    @Inject(TurnEventsResync) private readonly resync: TurnEventsResync,
   ) {
     this.promptOptions = {
       portalFloor: config.portalFloor,
@@ -79,23 +88,22 @@ export class TurnRunner {
     };
   }
 
-  /** `shutdown` aborts when the worker stops: the turn is handed back (TurnHandedBackError). */
-  async run({ orgId, turnId }: JobData<'run-turn'>, shutdown: AbortSignal): Promise<void> {
-    const found = await this.turns.get(orgId, turnId);
-    // A compaction turn (`/compact`) is the compaction worker's.
-    if (!found || found.kind !== 'turn' || isTerminal(found.status)) return;
-    addLogContext({ conversationId: found.conversationId });
-    if (found.status === 'paused') {
-      // Nothing runs a paused turn; a cancel job settles it (a no-op without a cancel request).
-      await this.store.cutOffPaused(orgId, turnId);
-      return;
-    }
+  /**
+   * `shutdown` aborts when the worker stops: the turn is handed back (TurnHandedBackError).
+   * `busy`: another worker holds the turn's live lease, so its job should look again later.
+   */
+  async run({ orgId, turnId }: JobData<'run-turn'>, shutdown: AbortSignal): Promise<'busy' | undefined> {
     const owner = `${this.config.workerId}/${randomUUID()}`;
-    const turn = await this.turns.claim(orgId, turnId, owner, this.config.leaseMs);
-    if (!turn) return;
+    // A compaction turn (`/compact`) is the compaction worker's.
+    const claimed = await this.turns.claim(orgId, turnId, owner, this.config.leaseMs, { kind: 'turn' });
+    if (!claimed) return this.unclaimed(orgId, turnId);
+    const { turn } = claimed;
+    addLogContext({ conversationId: turn.conversationId });
     const held: HeldTurn = { orgId, turn, owner, claimedAt: Date.now() };
-    if (found.status === 'queued')
+    if (claimed.from === 'queued')
       await this.store.publish(turn, { type: 'turn_state', turnId, status: 'running' });
+    // A takeover: what the last worker committed but never published goes out first.
+    else await this.resync.resync(orgId, turn);
 
     const stop = new AbortController();
     const halt = (reason: StopReason) => stop.signal.aborted || stop.abort(reason);
@@ -120,17 +128,32 @@ export class TurnRunner {
     if (outcome === 'settled') await this.titles.afterSettle(orgId, turn, shutdown);
   }
 
+  /** A turn that could not be claimed: settled, not a `turn`, paused, or held by another worker. */
+  private async unclaimed(orgId: string, turnId: string): Promise<'busy' | undefined> {
+    const found = await this.turns.get(orgId, turnId);
+    if (!found || found.kind !== 'turn') return;
+    addLogContext({ conversationId: found.conversationId });
+    // A settled turn's job delivered again (its worker died): what it never published goes out.
+    if (isTerminal(found.status)) {
+      await this.resync.resync(orgId, found);
+      return;
+    }
+    // Nothing runs a paused turn; a cancel job settles it (a no-op without a cancel request).
+    if (found.status === 'paused') await this.store.cutOffPaused(orgId, turnId);
+    else return 'busy';
+  }
+
   private async loop(held: HeldTurn, signal: AbortSignal): Promise<Settled> {
     const { orgId, turn } = held;
     for (;;) {
       if (signal.aborted && signal.reason !== 'cancel') throw new RunStopped(String(signal.reason));
-      if (signal.aborted || (await this.turns.isCancelRequested(orgId, turn.id))) {
+      // Before the read: steering that arrives after it lands after this call's output.
+      const messageId = signal.aborted ? null : await this.store.callMessage(held);
+      if (messageId === null) {
         await this.store.transition(held, 'cut_off');
         return 'settled';
       }
-      // Before the read: steering that arrives after it lands after this call's output.
-      const messageId = await this.store.callMessage(held);
-      const input = await this.loader.load(orgId, turn.id, this.promptOptions);
+      const input = await this.loader.load(orgId, turn, this.promptOptions);
       const step = nextStep(input.messages);
       if (step.kind === 'done') {
         if ((await this.store.transition(held, 'completed')) === 'done') return 'settled';
@@ -181,19 +204,17 @@ export class TurnRunner {
     switch (outcome.kind) {
       case 'answered': {
         const { result, ids } = outcome;
-        const usage = result.usage && {
-          turnId: held.turn.id,
-          kind: 'turn' as const,
-          model: input.model.id,
-          ...result.usage,
-          cost: priceUsage(input.model, result.usage),
-          callKey: `call:${ids.text}`,
-        };
-        await this.store.append(held, callBlocks(result, ids, { usedCallIds: used }), {
-          messageId,
-          ...(usage && { usage }),
-        });
-        return null;
+        const usage = result.usage && turnUsage(held, input.model, result.usage, ids);
+        const drafts = callBlocks(result, ids, { usedCallIds: used });
+        const opts = { messageId, ...(usage && { usage }) };
+        if (result.toolCalls.length) {
+          await this.store.append(held, drafts, opts);
+          return null;
+        }
+        // The answer settles the turn in the transaction that stores it, unless steering came meanwhile.
+        return (await this.store.transition(held, 'completed', { ...opts, drafts })) === 'done'
+          ? 'settled'
+          : null;
       }
       case 'stopped':
         if (signal.reason !== 'cancel') throw new RunStopped(String(signal.reason));
@@ -202,6 +223,17 @@ export class TurnRunner {
           messageId,
         });
         return 'settled';
+      case 'blocked': {
+        // The text shown stays; the blocked sentence, all after it and the call's tool calls do not.
+        const { usage, ids } = outcome;
+        await this.store.transition(held, 'failed', {
+          error: outcome.error,
+          drafts: callBlocks(outcome.partial, ids, { usedCallIds: used, partial: true }),
+          messageId,
+          ...(usage && { usage: turnUsage(held, input.model, usage, ids) }),
+        });
+        return 'settled';
+      }
       case 'failed':
         return this.fail(held, outcome.error);
     }
@@ -209,14 +241,19 @@ export class TurnRunner {
 
   /** The turn as stored now (a compaction block added) and its prompt. */
   private async reassemble(held: HeldTurn): Promise<{ input: TurnPromptInput; prompt: AssembledPrompt }> {
-    const input = await this.loader.load(held.orgId, held.turn.id, this.promptOptions);
+    const input = await this.loader.load(held.orgId, held.turn, this.promptOptions);
     return { input, prompt: assemblePrompt(input.assemble) };
   }
 
   private send(input: TurnPromptInput, prompt: AssembledPrompt, signal: AbortSignal): Promise<CallOutcome> {
     // Our chat types are structurally the SDK's; the cast only names them.
     const request = { messages: prompt.messages, tools: prompt.tools } as ChatRequest;
-    return this.caller.call(input.turn, input.model, request, { effort: input.turn.effort, signal });
+    const { orgId, reviewer } = input.agent;
+    return this.caller.call(input.turn, input.model, request, {
+      effort: input.turn.effort,
+      signal,
+      reviewer: reviewer === null ? null : { orgId, model: reviewer },
+    });
   }
 
   private async fail(held: HeldTurn, error: string): Promise<Settled> {
@@ -324,4 +361,17 @@ export class TurnRunner {
     await this.turns.releaseLease(orgId, turn.id, owner).catch(() => undefined);
     throw err;
   }
+}
+
+/** The usage row of a call on the turn's model (it sets `contextTokens` too), once per call. */
+function turnUsage(held: HeldTurn, model: ModelEntry, usage: TokenUsage, ids: CallBlockIds) {
+  const cost = priceUsage(model, usage);
+  return {
+    turnId: held.turn.id,
+    kind: 'turn' as const,
+    model: model.id,
+    ...usage,
+    cost,
+    callKey: `call:${ids.text}`,
+  };
 }

@@ -42,7 +42,10 @@ interface Tx {
   turns: TurnRepository;
   blocks: BlockRepository;
   messages: Message[];
+  cancelRequested: boolean;
 }
+
+type Usage = UsageRow & { callKey: string };
 
 /**
  * Every write of a running turn, each in one transaction holding the turn row's lock (the lock
@@ -66,9 +69,17 @@ export class TurnStore {
    * The message the next model call writes to: the last one when it is the assistant's, else a
    * new one. Fixed before the prompt is read, so steering that arrives during the call lands
    * after the call's output (the model never read it) and the loop makes one more call.
+   * Null when the turn's cancel was requested (nothing is written then).
    */
-  async callMessage(held: HeldTurn): Promise<string> {
-    return this.withHeld(held, async (tx) => (await this.assistantMessage(tx, held)).id);
+  async callMessage(held: HeldTurn): Promise<string | null> {
+    const turns = new TurnRepository(this.dataSource);
+    for (let attempt = 1; ; attempt++) {
+      const call = await turns.callMessage(held.orgId, held.turn.id, held.owner);
+      if (!call) throw new LeaseLostError(`turn ${held.turn.id} is no longer held by ${held.owner}`);
+      if (call.cancelRequested) return null;
+      if (call.messageId) return call.messageId;
+      if (attempt === 3) throw new PositionTakenError(`message position of turn ${held.turn.id} taken`);
+    }
   }
 
   /**
@@ -79,7 +90,7 @@ export class TurnStore {
   async append(
     held: HeldTurn,
     drafts: BlockDraft[],
-    opts: { messageId?: string; usage?: UsageRow & { callKey: string } } = {},
+    opts: { messageId?: string; usage?: Usage } = {},
   ): Promise<Block[]> {
     const { orgId, turn } = held;
     const { blocks } = await this.withHeld(held, async (tx) => {
@@ -90,38 +101,55 @@ export class TurnStore {
       }
       return written;
     });
-    await this.publishBlocks(turn, blocks);
-    if (opts.usage) {
-      const { turnId: _t, callKey: _k, ...row } = opts.usage;
-      await this.publish(turn, { type: 'usage', turnId: turn.id, row });
-    }
+    await this.events.publishAll(turn.conversationId, [
+      ...blockEvents(turn, blocks),
+      ...usageEvents(turn, opts.usage),
+    ]);
     return blocks;
   }
 
   /**
-   * Moves the held turn to `status` after appending `drafts`, once the whole turn passes the six
-   * invariants (a violation throws DomainError `invariant_violated` and nothing is written).
-   * `steered`: the turn would complete with a steering message after its answer; nothing changed.
+   * Moves the held turn to `status` after appending `drafts` (and recording the call's `usage`),
+   * once the whole turn passes the six invariants (a violation throws DomainError
+   * `invariant_violated` and nothing is written). A turn whose cancel was requested is cut off
+   * rather than completed. `steered`: the turn would complete with a steering message after its
+   * answer, so it stays running with the drafts and usage recorded.
    */
   async transition(
     held: HeldTurn,
     status: Exclude<TurnStatus, 'queued' | 'running'>,
-    opts: { error?: string; drafts?: BlockDraft[]; messageId?: string } = {},
+    opts: { error?: string; drafts?: BlockDraft[]; messageId?: string; usage?: Usage } = {},
   ): Promise<'steered' | 'done'> {
     const { orgId, turn } = held;
     const outcome = await this.withHeld(held, async (tx) => {
       const { blocks, messages } = opts.drafts?.length
         ? await this.appendIn(tx, held, opts.drafts, opts.messageId)
         : { blocks: [], messages: tx.messages };
-      if (status === 'completed' && messages.at(-1)?.role === 'user') return 'steered' as const;
-      assertInvariants({ turn: { ...turn, status }, messages });
-      await tx.turns.updateStatus(orgId, turn.id, status, { error: opts.error ?? null, from: ['running'] });
-      return { blocks };
+      if (opts.usage) await new UsageRepository(tx.em).add(orgId, opts.usage);
+      const contextTokens = opts.usage?.inputTokens;
+      if (status === 'completed' && messages.at(-1)?.role === 'user') {
+        if (contextTokens !== undefined) await tx.turns.setContextTokens(orgId, turn.id, contextTokens);
+        return { blocks, settled: null };
+      }
+      const settled = status === 'completed' && tx.cancelRequested ? 'cut_off' : status;
+      assertInvariants({ turn: { ...turn, status: settled }, messages });
+      await tx.turns.updateStatus(orgId, turn.id, settled, {
+        error: opts.error ?? null,
+        from: ['running'],
+        contextTokens,
+      });
+      return { blocks, settled };
     });
-    if (outcome === 'steered') return outcome;
-    this.observeSettled(held, status);
-    await this.publishBlocks(turn, outcome.blocks);
-    await this.publishStatus(turn, status, opts.error);
+    const events = [...blockEvents(turn, outcome.blocks), ...usageEvents(turn, opts.usage)];
+    if (outcome.settled === null) {
+      await this.events.publishAll(turn.conversationId, events);
+      return 'steered';
+    }
+    this.observeSettled(held, outcome.settled);
+    await this.events.publishAll(turn.conversationId, [
+      ...events,
+      ...statusEvents(turn, outcome.settled, opts.error),
+    ]);
     return 'done';
   }
 
@@ -138,7 +166,7 @@ export class TurnStore {
     );
     if (failed) {
       this.observeSettled(held, 'failed');
-      await this.publishStatus(held.turn, 'failed', error);
+      await this.events.publishAll(held.turn.conversationId, statusEvents(held.turn, 'failed', error));
     }
   }
 
@@ -173,8 +201,10 @@ export class TurnStore {
     });
     if (!done) return false;
     this.metrics.turns.inc({ status: 'cut_off' });
-    if (done.answered) await this.publishBlocks(done.turn, [done.answered]);
-    await this.publishStatus(done.turn, 'cut_off');
+    await this.events.publishAll(done.turn.conversationId, [
+      ...blockEvents(done.turn, done.answered ? [done.answered] : []),
+      ...statusEvents(done.turn, 'cut_off'),
+    ]);
     return true;
   }
 
@@ -193,11 +223,12 @@ export class TurnStore {
         return await this.dataSource.transaction(async (em) => {
           const turns = new TurnRepository(em);
           const blocks = new BlockRepository(em);
-          const locked = await turns.lockForUpdate(held.orgId, held.turn.id);
-          if (locked?.turn.status !== 'running' || locked.leaseOwner !== held.owner) {
+          const locked = await blocks.lockTurnMessages(held.orgId, held.turn.id);
+          if (locked?.status !== 'running' || locked.leaseOwner !== held.owner) {
             throw new LeaseLostError(`turn ${held.turn.id} is no longer held by ${held.owner}`);
           }
-          return fn({ em, turns, blocks, messages: await blocks.listTurnMessages(held.orgId, held.turn.id) });
+          const { messages, cancelRequested } = locked;
+          return fn({ em, turns, blocks, messages, cancelRequested });
         });
       } catch (err) {
         if (!(err instanceof PositionTakenError) || attempt === 3) throw err;
@@ -236,20 +267,20 @@ export class TurnStore {
     const stored = await tx.blocks.appendBlocks(held.orgId, message.id, blocks);
     return { blocks: stored, messages: transcript.messages };
   }
+}
 
-  private async publishBlocks(turn: Turn, blocks: Block[]): Promise<void> {
-    for (const block of blocks) await this.publish(turn, { type: 'block_finished', turnId: turn.id, block });
-  }
+function blockEvents(turn: Turn, blocks: Block[]): PortalEvent[] {
+  return blocks.map((block) => ({ type: 'block_finished', turnId: turn.id, block }));
+}
 
-  private async publishStatus(turn: Turn, status: TurnStatus, error?: string): Promise<void> {
-    await this.publish(turn, { type: 'turn_state', turnId: turn.id, status });
-    if (isTerminal(status)) {
-      await this.publish(turn, {
-        type: 'turn_finished',
-        turnId: turn.id,
-        status,
-        ...(error !== undefined && { error }),
-      });
-    }
-  }
+function usageEvents(turn: Turn, usage: Usage | undefined): PortalEvent[] {
+  if (!usage) return [];
+  const { turnId: _t, callKey: _k, ...row } = usage;
+  return [{ type: 'usage', turnId: turn.id, row }];
+}
+
+function statusEvents(turn: Turn, status: TurnStatus, error?: string): PortalEvent[] {
+  const state: PortalEvent = { type: 'turn_state', turnId: turn.id, status };
+  if (!isTerminal(status)) return [state];
+  return [state, { type: 'turn_finished', turnId: turn.id, status, ...(error !== undefined && { error }) }];
 }

@@ -1,4 +1,4 @@
-import type { Block, TurnStatus } from '@portal/domain';
+import type { Block, MemoryWindow, Message, TurnStatus, TurnTranscript } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
 import { type NewBlock, toBlock } from '../mappers/block.mapper';
@@ -21,7 +21,9 @@ export class CompactionRepository {
    * Whether anything was written in a regular turn after the conversation's newest compaction block
    * (or at all, when there is none). The portal's "Context summarised" line and a `/compact` message
    * are a compaction turn's own and do not count. Reads the newest compaction by
-   * `blocks_compaction_idx`, then the turns after it by `(conversation_id, n)`.
+   * `blocks_compaction_idx`, then the turns after it by `(conversation_id, n)`, each probed for a
+   * block by `(turn_id, seq)` (a subquery with LIMIT stays a probe: a join could be planned as a
+   * merge over every block of the table).
    */
   async writtenSinceLastCompaction(orgId: string, conversationId: string): Promise<boolean> {
     if (!isUuid(conversationId)) return false;
@@ -32,14 +34,77 @@ export class CompactionRepository {
          ORDER BY turn_n DESC, seq DESC LIMIT 1
        )
        SELECT EXISTS (
-         SELECT 1 FROM turns t JOIN blocks b ON b.turn_id = t.id
+         SELECT 1 FROM turns t
          WHERE t.conversation_id = $2 AND t.org_id = $1 AND t.kind = 'turn'
            AND t.n >= COALESCE((SELECT turn_n FROM c), 0)
-           AND (t.n > COALESCE((SELECT turn_n FROM c), 0) OR b.seq > (SELECT seq FROM c))
+           AND (SELECT 1 FROM blocks b
+                WHERE b.turn_id = t.id
+                  AND (t.n > COALESCE((SELECT turn_n FROM c), 0) OR b.seq > (SELECT seq FROM c))
+                LIMIT 1) IS NOT NULL
        ) AS written`,
       [orgId, conversationId],
     );
     return row.written;
+  }
+
+  /**
+   * The person's messages, with their text blocks, in the newest `limit` settled turns before
+   * `beforeTurnN` and after the summary `after` (in the summary's own turn, only what follows it),
+   * as turns oldest first, each turn listed even with none: what the summary's requests are read
+   * from, backwards, page by page. Two indexed queries: the turns by `turns_replayable_idx`
+   * backwards, then their user messages by `(turn_id, seq)` with those messages' text blocks by
+   * `blocks_message_idx`.
+   */
+  async readPeople(
+    orgId: string,
+    conversationId: string,
+    opts: { after: MemoryWindow['summary']; beforeTurnN: number; limit: number },
+  ): Promise<TurnTranscript[]> {
+    if (!isUuid(conversationId)) return [];
+    const from = opts.after ? { turnN: opts.after.turnN, seq: opts.after.block.seq } : { turnN: 1, seq: -1 };
+    const turns: TurnTranscript['turn'][] = await this.em.query(
+      `SELECT id, n, kind, status FROM turns
+       WHERE conversation_id = $2 AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
+         AND n >= $3 AND n < $4 AND org_id = $1
+       ORDER BY n DESC LIMIT $5`,
+      [orgId, conversationId, from.turnN, opts.beforeTurnN, opts.limit],
+    );
+    if (!turns.length) return [];
+    turns.reverse();
+    // Turn by turn, message by message, through the indexes: `OFFSET 0` keeps each LATERAL apart,
+    // so the planner cannot trade the lookups for a scan of either table, with statistics or not.
+    const rows: (StoredBlockRow & { attachmentIds: string[] })[] = await this.em.query(
+      `SELECT m.turn_id AS "turnId", m.id AS "messageId", m.attachment_ids AS "attachmentIds",
+         b.id, b.seq, b.kind, b.payload
+       FROM unnest($2::uuid[]) AS t (id)
+       CROSS JOIN LATERAL (
+         SELECT id, turn_id, seq, attachment_ids FROM messages
+         WHERE turn_id = t.id AND role = 'user' AND org_id = $1 OFFSET 0
+       ) m
+       CROSS JOIN LATERAL (
+         SELECT id, seq, kind, payload FROM blocks
+         WHERE message_id = m.id AND kind = 'text' AND (turn_n > $3 OR seq > $4) AND org_id = $1 OFFSET 0
+       ) b
+       ORDER BY m.turn_id, m.seq, b.seq`,
+      [orgId, turns.map((t) => t.id), from.turnN, from.seq],
+    );
+    const byTurn = new Map(turns.map((t) => [t.id, [] as Message[]]));
+    for (const row of rows) {
+      const messages = byTurn.get(row.turnId)!;
+      let message = messages.at(-1);
+      if (message?.id !== row.messageId) {
+        message = {
+          id: row.messageId,
+          turnId: row.turnId,
+          role: 'user',
+          blocks: [],
+          attachmentIds: row.attachmentIds,
+        };
+        messages.push(message);
+      }
+      message.blocks.push(toBlock(row));
+    }
+    return turns.map((turn) => ({ turn, messages: byTurn.get(turn.id) ?? [] }));
   }
 
   /**

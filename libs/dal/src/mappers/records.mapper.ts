@@ -1,21 +1,9 @@
-import type { AgentEntity } from '../entities/agent.entity';
-import type { ConversationEntity } from '../entities/conversation.entity';
 import type { OrgEntity } from '../entities/org.entity';
-import type { SkillEntity } from '../entities/skill.entity';
 import type { ToolResultEntity } from '../entities/tool-result.entity';
 import type { TraceEntryEntity } from '../entities/trace-entry.entity';
 import type { UsageRowEntity } from '../entities/usage-row.entity';
 import type { UserEntity } from '../entities/user.entity';
-import type {
-  Agent,
-  Conversation,
-  Org,
-  Skill,
-  ToolResult,
-  TraceEntry,
-  UsageRow,
-  User,
-} from '../records.types';
+import type { Org, ToolResult, TraceEntry, UsageRow, User } from '../records.types';
 
 export function toOrg(e: OrgEntity): Org {
   return { id: e.id, name: e.name };
@@ -23,47 +11,6 @@ export function toOrg(e: OrgEntity): Org {
 
 export function toUser(e: UserEntity): User {
   return { orgId: e.orgId, id: e.id, role: e.role };
-}
-
-export function toAgent(e: AgentEntity): Agent {
-  return {
-    orgId: e.orgId,
-    id: e.id,
-    name: e.name,
-    instructions: e.instructions,
-    model: e.model,
-    effort: e.effort,
-    tools: e.tools,
-    reviewer: e.reviewer,
-    compactionGuidance: e.compactionGuidance,
-  };
-}
-
-export function toSkill(e: SkillEntity): Skill {
-  return {
-    orgId: e.orgId,
-    id: e.id,
-    slug: e.slug,
-    name: e.name,
-    description: e.description,
-    instructions: e.instructions,
-    visibility: e.visibility,
-    ownerId: e.ownerId,
-    status: e.status,
-    published: e.published,
-  };
-}
-
-export function toConversation(e: ConversationEntity): Conversation {
-  return {
-    orgId: e.orgId,
-    id: e.id,
-    userId: e.userId,
-    agentId: e.agentId,
-    title: e.title,
-    createdAt: e.createdAt,
-    updatedAt: e.updatedAt,
-  };
 }
 
 export function toUsageRow(e: UsageRowEntity): UsageRow {

@@ -115,6 +115,11 @@ async function attachment(
 }
 
 /** A conversation: turn 1 settled with a short document and a picture, turn 2 queued with a long document. */
+/** The turn as a run reads it before loading its prompt. */
+async function turnOf(turnId: string) {
+  return (await new TurnRepository(ds).get(ORG, turnId))!;
+}
+
 async function conversationWithAttachments() {
   const conversationId = await newConversation(ds, ORG);
   const attachments = new AttachmentRepository(ds);
@@ -155,7 +160,7 @@ async function conversationWithAttachments() {
 describe('PromptInputLoader.load', () => {
   it('reads everything assemblePrompt needs for the next call of a turn', async () => {
     const c = await conversationWithAttachments();
-    const input = await loader.load(ORG, c.turnId, options());
+    const input = await loader.load(ORG, await turnOf(c.turnId), options());
 
     expect(input.turn.id).toBe(c.turnId);
     expect(input.model.id).toBe('gpt-test');
@@ -183,7 +188,11 @@ describe('PromptInputLoader.load', () => {
 
   it('sends no picture to a model that cannot see', async () => {
     const c = await conversationWithAttachments();
-    const input = await loader.load(ORG, c.turnId, options({ catalogue: [model({ vision: null })] }));
+    const input = await loader.load(
+      ORG,
+      await turnOf(c.turnId),
+      options({ catalogue: [model({ vision: null })] }),
+    );
     expect(input.assemble.attachments[c.picture].imageUrl).toBeUndefined();
   });
 
@@ -194,7 +203,7 @@ describe('PromptInputLoader.load', () => {
     await blocks.appendNext(ORG, reply!.id, [
       { kind: 'text', text: 'Looking.', narration: true, steering: false },
     ]);
-    const input = await loader.load(ORG, c.turnId, options());
+    const input = await loader.load(ORG, await turnOf(c.turnId), options());
     expect(input.messages).toHaveLength(2);
     expect(input.assemble.currentTurn.map((m) => m.role)).toEqual(['assistant']);
   });
@@ -204,7 +213,7 @@ describe('PromptInputLoader.load', () => {
     const skills = new SkillRepository(ds);
     await skills.update(ORG, ids['fact-check'], { status: 'inactive' });
     try {
-      await expect(loader.load(ORG, c.turnId, options())).rejects.toMatchObject({
+      await expect(loader.load(ORG, await turnOf(c.turnId), options())).rejects.toMatchObject({
         code: 'skill_rejected',
         message: 'fact-check',
         details: { slug: 'fact-check' },
@@ -223,7 +232,7 @@ describe('PromptInputLoader.load', () => {
       text: '/bobs hi',
       selectedSkillIds: [ids['bobs']],
     });
-    await expect(loader.load(ORG, created!.turn.id, options())).rejects.toMatchObject({
+    await expect(loader.load(ORG, created!.turn, options())).rejects.toMatchObject({
       code: 'skill_rejected',
       details: { slug: 'bobs' },
     });
@@ -232,9 +241,11 @@ describe('PromptInputLoader.load', () => {
   it('fails with not_found for a model missing from the catalogue, or a turn of another org', async () => {
     const c = await conversationWithAttachments();
     await expect(
-      loader.load(ORG, c.turnId, options({ catalogue: [model({ id: 'other' })] })),
+      loader.load(ORG, await turnOf(c.turnId), options({ catalogue: [model({ id: 'other' })] })),
     ).rejects.toThrow(/model "gpt-test"/);
-    await expect(loader.load('globex', c.turnId, options())).rejects.toBeInstanceOf(DomainError);
+    await expect(loader.load('globex', await turnOf(c.turnId), options())).rejects.toBeInstanceOf(
+      DomainError,
+    );
   });
 
   it('sends the same statements whatever the length of the conversation', async () => {
@@ -253,7 +264,7 @@ describe('PromptInputLoader.load', () => {
           text: 'now',
         });
         log.queries = [];
-        const input = await new PromptInputLoader(logged).load(ORG, open!.turn.id, options());
+        const input = await new PromptInputLoader(logged).load(ORG, open!.turn, options());
         expect(input.assemble.window.turns).toHaveLength(Math.min(past, limits.TURNS_REPLAYED));
         // Sorted: the loader sends some in parallel.
         statements.push(log.queries.map((q) => q.sql).sort());

@@ -15,12 +15,10 @@ import {
 } from '@portal/prompt';
 import type { Db } from '../db.util';
 import type { Agent, Conversation, Skill } from '../records.types';
-import { AgentRepository } from '../repositories/agent.repository';
 import { AttachmentRepository } from '../repositories/attachment.repository';
 import { BlockRepository } from '../repositories/block.repository';
 import { ConversationRepository } from '../repositories/conversation.repository';
 import { SkillRepository } from '../repositories/skill.repository';
-import { TurnRepository } from '../repositories/turn.repository';
 import { WindowRepository } from '../repositories/window.repository';
 
 export interface PromptInputOptions {
@@ -48,41 +46,41 @@ export interface TurnPromptInput extends PreviewPromptInput {
 /**
  * Reads everything `assemblePrompt` needs for the next model call of a turn, in a bounded number of
  * indexed queries whatever the conversation's length (the window read is WindowRepository's).
- * Throws DomainError `not_found` for a missing turn, conversation, agent or model, and
+ * Throws DomainError `not_found` for a missing conversation (or one of another org) or model, and
  * `skill_rejected` (details.slug) when a selected skill is no longer visible or active (SPEC 6).
  */
 export class PromptInputLoader {
-  private readonly turns: TurnRepository;
   private readonly conversations: ConversationRepository;
-  private readonly agents: AgentRepository;
   private readonly skills: SkillRepository;
   private readonly blocks: BlockRepository;
   private readonly windows: WindowRepository;
   private readonly attachments: AttachmentRepository;
 
   constructor(db: Db) {
-    this.turns = new TurnRepository(db);
     this.conversations = new ConversationRepository(db);
-    this.agents = new AgentRepository(db);
     this.skills = new SkillRepository(db);
     this.blocks = new BlockRepository(db);
     this.windows = new WindowRepository(db);
     this.attachments = new AttachmentRepository(db);
   }
 
-  async load(orgId: string, turnId: string, opts: PromptInputOptions): Promise<TurnPromptInput> {
-    const turn = found(await this.turns.get(orgId, turnId), `turn ${turnId}`);
-    const { conversation, agent } = await this.conversationAndAgent(orgId, turn.conversationId);
-    const model = modelOf(opts.catalogue, turn.model);
-    const [selected, snapshot, window, messages] = await Promise.all([
+  /**
+   * `turn` as the caller read it: what a call uses of it (number, model, effort, skills) is fixed
+   * when the turn opens, so every read here can run side by side.
+   */
+  async load(orgId: string, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
+    const turnId = turn.id;
+    const [{ conversation, agent }, selected, snapshot, window, messages] = await Promise.all([
+      this.conversationAndAgent(orgId, turn.conversationId),
       this.skillsById(orgId, turn.selectedSkillIds),
       this.skillsById(orgId, turn.catalogueSkillIds),
-      this.windows.readWindow(orgId, conversation.id, {
+      this.windows.readWindow(orgId, turn.conversationId, {
         turnsReplayed: opts.limits.TURNS_REPLAYED,
         beforeTurnN: turn.n,
       }),
       this.blocks.listTurnMessages(orgId, turnId),
     ]);
+    const model = modelOf(opts.catalogue, turn.model);
     const selectedSkills = turn.selectedSkillIds.map((id) => {
       const skill = selected.find((s) => s.id === id);
       // A deleted skill has no slug left to name: its id stands in.
@@ -166,12 +164,10 @@ export class PromptInputLoader {
   }
 
   private async conversationAndAgent(orgId: string, conversationId: string) {
-    const conversation = found(
-      await this.conversations.get(orgId, conversationId),
+    return found(
+      await this.conversations.getWithAgent(orgId, conversationId),
       `conversation ${conversationId}`,
     );
-    const agent = found(await this.agents.get(orgId, conversation.agentId), `agent ${conversation.agentId}`);
-    return { conversation, agent };
   }
 
   /**

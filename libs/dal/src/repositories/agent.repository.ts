@@ -1,11 +1,14 @@
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
 import { AgentSkillEntity } from '../entities/agent-skill.entity';
-import { AgentEntity } from '../entities/agent.entity';
-import { toAgent } from '../mappers/records.mapper';
 import type { Agent } from '../records.types';
 
 export type AgentInput = Omit<Agent, 'orgId'>;
+
+/** An `agents` row aliased `a` as an `Agent` (one JSON value), for reads joined to other tables. */
+export const AGENT_JSON = `json_build_object('orgId', a.org_id, 'id', a.id, 'name', a.name,
+  'instructions', a.instructions, 'model', a.model, 'effort', a.effort, 'tools', a.tools,
+  'reviewer', a.reviewer, 'compactionGuidance', a.compaction_guidance)`;
 
 export class AgentRepository {
   private readonly em: EntityManager;
@@ -59,15 +62,19 @@ export class AgentRepository {
   }
 
   async get(orgId: string, agentId: string): Promise<Agent | null> {
-    const row = await this.em.getRepository(AgentEntity).findOneBy({ orgId, id: agentId });
-    return row && toAgent(row);
+    const [row]: { agent: Agent }[] = await this.em.query(
+      `SELECT ${AGENT_JSON} AS agent FROM agents a WHERE a.org_id = $1 AND a.id = $2`,
+      [orgId, agentId],
+    );
+    return row?.agent ?? null;
   }
 
   async list(orgId: string): Promise<Agent[]> {
-    const rows = await this.em
-      .getRepository(AgentEntity)
-      .find({ where: { orgId }, order: { name: 'ASC', id: 'ASC' } });
-    return rows.map(toAgent);
+    const rows: { agent: Agent }[] = await this.em.query(
+      `SELECT ${AGENT_JSON} AS agent FROM agents a WHERE a.org_id = $1 ORDER BY a.name, a.id`,
+      [orgId],
+    );
+    return rows.map((r) => r.agent);
   }
 
   /** Replaces the agent's bound skills, keeping the given order. Ids of other orgs are ignored. */

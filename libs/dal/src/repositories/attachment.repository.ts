@@ -1,7 +1,7 @@
 import type { AttachmentKind, AttachmentManifest } from '@portal/domain';
 import { type EntityManager, In } from 'typeorm';
+import { readByteaByCopy } from '../attachments/bytea-copy.util';
 import { type Db, isUuid, managerOf } from '../db.util';
-import { AttachmentBlobEntity } from '../entities/attachment-blob.entity';
 import { AttachmentPageEntity } from '../entities/attachment-page.entity';
 import { AttachmentEntity } from '../entities/attachment.entity';
 import { toAttachmentManifest } from '../mappers/attachment.mapper';
@@ -29,6 +29,46 @@ export type ManifestPatch = Partial<
 /** Between two pages of a document's whole text. */
 export const PAGE_SEPARATOR = '\n\n';
 
+/** One page's text, numbered from 1. */
+export interface PageText {
+  page: number;
+  text: string;
+}
+
+/** The manifest's columns under the manifest's names, for RETURNING and SELECT. */
+const MANIFEST_COLUMNS = `id, kind, filename, mime_type AS "mimeType", status, pages_read AS "pagesRead",
+  page_count AS "pageCount", unreadable_pages AS "unreadablePages", headings, chars, picture, error`;
+
+/** Each patchable field's column and the cast its parameter needs. */
+const PATCH_COLUMNS: Record<keyof ManifestPatch, string> = {
+  status: 'status = $',
+  pagesRead: 'pages_read = $',
+  pageCount: 'page_count = $',
+  unreadablePages: 'unreadable_pages = $::int[]',
+  headings: 'headings = $::text[]',
+  chars: 'chars = $',
+  picture: 'picture = $::jsonb',
+  error: 'error = $',
+};
+
+/**
+ * `SET …` of an UPDATE of attachments for the patch, its parameters numbered from `first`;
+ * `updated_at` always moves.
+ */
+function patchSet(patch: ManifestPatch, first: number): { set: string; params: unknown[] } {
+  const sets: string[] = [];
+  const params: unknown[] = [];
+  for (const [key, value] of Object.entries(patch) as [keyof ManifestPatch, unknown][]) {
+    if (value === undefined) continue;
+    const column = PATCH_COLUMNS[key];
+    if (!column) throw new Error(`not a manifest field: ${key}`);
+    sets.push(column.replace('$', `$${first + params.length}`));
+    params.push(key === 'picture' && value !== null ? JSON.stringify(value) : value);
+  }
+  sets.push('updated_at = now()');
+  return { set: sets.join(', '), params };
+}
+
 export interface PageHit {
   attachmentId: string;
   page: number;
@@ -47,44 +87,63 @@ export class AttachmentRepository {
     return this.em.getRepository(AttachmentEntity);
   }
 
-  /** A `pending` attachment with its original bytes. Null when the conversation is not the user's. */
+  /**
+   * A `pending` attachment with its original bytes, in one statement (one round trip, atomic):
+   * the bytes go as one binary parameter. Null when the conversation is not the user's.
+   */
   async create(orgId: string, input: NewAttachment): Promise<AttachmentManifest | null> {
     const conversationId = input.conversationId ?? null;
     if (conversationId !== null && !isUuid(conversationId)) return null;
-    return this.em.transaction(async (em) => {
-      const rows: { id: string }[] = await em.query(
-        `INSERT INTO attachments (org_id, user_id, conversation_id, kind, filename, mime_type, status, byte_size, sha256)
+    const rows: AttachmentManifest[] = await this.em.query(
+      `WITH created AS (
+         INSERT INTO attachments (org_id, user_id, conversation_id, kind, filename, mime_type, status, byte_size, sha256)
          SELECT $1, $2, $3, $4, $5, $6, 'pending', $7, $8
          WHERE $3::uuid IS NULL
            OR EXISTS (SELECT 1 FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2 AND c.id = $3)
-         RETURNING id`,
-        [
-          orgId,
-          input.userId,
-          conversationId,
-          input.kind,
-          input.filename,
-          input.mimeType,
-          input.byteSize,
-          input.sha256,
-        ],
-      );
-      if (!rows.length) return null;
-      await em.getRepository(AttachmentBlobEntity).insert({
-        attachmentId: rows[0].id,
-        variant: 'original',
+         RETURNING *
+       ), blob AS (
+         INSERT INTO attachment_blobs (attachment_id, variant, org_id, data)
+         SELECT id, 'original', org_id, $9 FROM created
+       )
+       SELECT ${MANIFEST_COLUMNS} FROM created`,
+      [
         orgId,
-        data: input.original,
-      });
-      const row = await em.getRepository(AttachmentEntity).findOneByOrFail({ orgId, id: rows[0].id });
-      return toAttachmentManifest(row);
-    });
+        input.userId,
+        conversationId,
+        input.kind,
+        input.filename,
+        input.mimeType,
+        input.byteSize,
+        input.sha256,
+        input.original,
+      ],
+    );
+    return rows[0] ?? null;
   }
 
   async getManifest(orgId: string, attachmentId: string): Promise<AttachmentManifest | null> {
     if (!isUuid(attachmentId)) return null;
-    const row = await this.attachments.findOneBy({ orgId, id: attachmentId });
-    return row && toAttachmentManifest(row);
+    const rows: AttachmentManifest[] = await this.em.query(
+      `SELECT ${MANIFEST_COLUMNS} FROM attachments WHERE org_id = $1 AND id = $2`,
+      [orgId, attachmentId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** The manifest and where the attachment was uploaded, in one query: what the ingest starts from. */
+  async getForIngest(
+    orgId: string,
+    attachmentId: string,
+  ): Promise<{ manifest: AttachmentManifest; conversationId: string | null } | null> {
+    if (!isUuid(attachmentId)) return null;
+    const rows: (AttachmentManifest & { conversationId: string | null })[] = await this.em.query(
+      `SELECT ${MANIFEST_COLUMNS}, conversation_id AS "conversationId" FROM attachments
+       WHERE org_id = $1 AND id = $2`,
+      [orgId, attachmentId],
+    );
+    if (!rows.length) return null;
+    const { conversationId, ...manifest } = rows[0];
+    return { manifest, conversationId };
   }
 
   /** The manifests found, in the order of the ids asked for; ids of other orgs are left out. */
@@ -106,14 +165,45 @@ export class AttachmentRepository {
     return rows.map((r) => ({ id: r.id, userId: r.userId, conversationId: r.conversationId }));
   }
 
+  /** Applies the patch and answers the manifest as it now is, in one statement. */
   async update(
     orgId: string,
     attachmentId: string,
     patch: ManifestPatch,
   ): Promise<AttachmentManifest | null> {
     if (!isUuid(attachmentId)) return null;
-    if (Object.keys(patch).length) await this.attachments.update({ orgId, id: attachmentId }, patch);
-    return this.getManifest(orgId, attachmentId);
+    const { set, params } = patchSet(patch, 3);
+    // TypeORM answers an UPDATE with [rows, affected].
+    const [rows]: [AttachmentManifest[], number] = await this.em.query(
+      `UPDATE attachments SET ${set} WHERE org_id = $1 AND id = $2 RETURNING ${MANIFEST_COLUMNS}`,
+      [orgId, attachmentId, ...params],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Stores (or replaces) a blob and applies the patch in one statement, so the two land together:
+   * a picture is `finished` exactly when its reduced copy is there.
+   */
+  async putBlobAndUpdate(
+    orgId: string,
+    attachmentId: string,
+    variant: BlobVariant,
+    data: Buffer,
+    patch: ManifestPatch,
+  ): Promise<AttachmentManifest | null> {
+    if (!isUuid(attachmentId)) return null;
+    const { set, params } = patchSet(patch, 5);
+    const [rows]: [AttachmentManifest[], number] = await this.em.query(
+      `WITH blob AS (
+         INSERT INTO attachment_blobs (attachment_id, variant, org_id, data)
+         SELECT a.id, $3, a.org_id, $4 FROM attachments a WHERE a.org_id = $1 AND a.id = $2
+         ON CONFLICT (attachment_id, variant) DO UPDATE SET data = EXCLUDED.data
+       )
+       UPDATE attachments SET ${set} WHERE org_id = $1 AND id = $2 RETURNING ${MANIFEST_COLUMNS}`,
+      [orgId, attachmentId, variant, data, ...params],
+    );
+    return rows[0] ?? null;
   }
 
   async putBlob(orgId: string, attachmentId: string, variant: BlobVariant, data: Buffer): Promise<void> {
@@ -131,8 +221,12 @@ export class AttachmentRepository {
     variant: BlobVariant = 'original',
   ): Promise<Buffer | null> {
     if (!isUuid(attachmentId)) return null;
-    const row = await this.em.getRepository(AttachmentBlobEntity).findOneBy({ orgId, attachmentId, variant });
-    return row?.data ?? null;
+    return readByteaByCopy(
+      this.em,
+      (literal) =>
+        `SELECT data FROM attachment_blobs
+         WHERE org_id = ${literal(orgId)} AND attachment_id = ${literal(attachmentId)} AND variant = ${literal(variant)}`,
+    );
   }
 
   /** Stores (or replaces) the text of one page, numbered from 1; the search index follows. */
@@ -143,6 +237,44 @@ export class AttachmentRepository {
        ON CONFLICT (attachment_id, page) DO UPDATE SET text = EXCLUDED.text`,
       [orgId, isUuid(attachmentId) ? attachmentId : null, page, text],
     );
+  }
+
+  /**
+   * Stores (or replaces) a batch of pages and applies the patch (the reading progress) in one
+   * statement; with `lastPage`, also removes the pages after it (a re-read that found fewer pages
+   * leaves none behind). The search index follows each page. Null when the attachment is not the org's.
+   */
+  async savePages(
+    orgId: string,
+    attachmentId: string,
+    pages: PageText[],
+    patch: ManifestPatch = {},
+    options: { lastPage?: number } = {},
+  ): Promise<AttachmentManifest | null> {
+    if (!isUuid(attachmentId)) return null;
+    const { set, params } = patchSet(patch, 6);
+    const [rows]: [AttachmentManifest[], number] = await this.em.query(
+      `WITH target AS (
+         SELECT id, org_id FROM attachments WHERE org_id = $1 AND id = $2
+       ), saved AS (
+         INSERT INTO attachment_pages (attachment_id, page, org_id, text)
+         SELECT t.id, p.page, t.org_id, p.text FROM target t, unnest($3::int[], $4::text[]) AS p (page, text)
+         ON CONFLICT (attachment_id, page) DO UPDATE SET text = EXCLUDED.text
+       ), removed AS (
+         DELETE FROM attachment_pages
+         WHERE $5::int IS NOT NULL AND org_id = $1 AND attachment_id = $2 AND page > $5::int
+       )
+       UPDATE attachments SET ${set} WHERE org_id = $1 AND id = $2 RETURNING ${MANIFEST_COLUMNS}`,
+      [
+        orgId,
+        attachmentId,
+        pages.map((p) => p.page),
+        pages.map((p) => p.text),
+        options.lastPage ?? null,
+        ...params,
+      ],
+    );
+    return rows[0] ?? null;
   }
 
   async getPage(orgId: string, attachmentId: string, page: number): Promise<string | null> {

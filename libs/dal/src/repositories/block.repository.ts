@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Block, Message, Role } from '@portal/domain';
+import type { Block, Message, Role, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
 import { DalError } from '../errors';
 import {
   type BlockRow,
@@ -17,6 +17,40 @@ export const MESSAGE_COLUMNS = `id, turn_id AS "turnId", seq, role, attachment_i
 export const BLOCK_COLUMNS = `id, turn_id AS "turnId", message_id AS "messageId", seq, kind, payload`;
 
 export type StoredBlockRow = BlockRow & { turnId: string; messageId: string };
+
+/**
+ * Messages aliased `m` LEFT JOINed to their blocks `b`: one row per block (or per empty message),
+ * ordered by message then block, for `messagesOf`.
+ */
+export const MESSAGE_BLOCK_COLUMNS = `m.id, m.turn_id AS "turnId", m.seq, m.role,
+  m.attachment_ids AS "attachmentIds", b.id AS "blockId", b.seq AS "blockSeq", b.kind, b.payload`;
+
+type MessageBlockRow = MessageRow & { blockId: string | null; blockSeq: number } & Omit<
+    BlockRow,
+    'id' | 'seq'
+  >;
+
+/** A turn row locked with its messages (`BlockRepository.lockTurnMessages`). */
+export interface LockedTurnMessages {
+  status: TurnStatus;
+  leaseOwner: string | null;
+  cancelRequested: boolean;
+  messages: Message[];
+}
+
+/** Groups MESSAGE_BLOCK_COLUMNS rows into messages, keeping their order. */
+export function messagesOf(rows: MessageBlockRow[]): Message[] {
+  const messages: Message[] = [];
+  for (const row of rows) {
+    if (row.id === null) continue;
+    if (row.id !== messages.at(-1)?.id) messages.push(toMessage(row, []));
+    if (row.blockId) {
+      const { blockId: id, blockSeq: seq, kind, payload } = row;
+      messages.at(-1)!.blocks.push(toBlock({ id, seq, kind, payload }));
+    }
+  }
+  return messages;
+}
 
 interface MessageTarget {
   id: string;
@@ -86,8 +120,25 @@ export class BlockRepository {
    */
   async appendBlocks(orgId: string, messageId: string, blocks: Block[]): Promise<Block[]> {
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
+    // Usually every position is free: one statement, whose RETURNING is what is stored.
+    const inserted =
+      blocks.length && isUuid(messageId)
+        ? await queryPrepared<StoredBlockRow>(
+            this.em,
+            `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+             SELECT b.id, m.org_id, m.conversation_id, m.turn_id, t.n, m.id, b.seq, b.kind, b.payload
+             FROM messages m JOIN turns t ON t.id = m.turn_id,
+               jsonb_to_recordset($3::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
+             WHERE m.org_id = $1 AND m.id = $2
+             ON CONFLICT (turn_id, seq) DO NOTHING
+             RETURNING ${BLOCK_COLUMNS}`,
+            [orgId, messageId, blockRecords(blocks)],
+          )
+        : [];
+    if (blocks.length && inserted.length === blocks.length) {
+      return inserted.sort((a, b) => a.seq - b.seq).map(toBlock);
+    }
     const target = await this.messageTarget(this.em, orgId, messageId);
-    await this.insert(this.em, orgId, target, blocks);
     const stored: StoredBlockRow[] = await this.em.query(
       `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND turn_id = $2 AND seq = ANY($3::integer[]) ORDER BY seq`,
       [orgId, target.turnId, blocks.map((b) => b.seq)],
@@ -143,20 +194,40 @@ export class BlockRepository {
     return row ? { turnId: row.turnId, messageId: row.messageId, block: toBlock(row) } : null;
   }
 
-  /** A turn's messages in order, each with its blocks in order. */
+  /** A turn's messages in order, each with its blocks in order. One query. */
   async listTurnMessages(orgId: string, turnId: string): Promise<Message[]> {
     if (!isUuid(turnId)) return [];
-    const [messages, blocks] = await Promise.all([
-      this.em.query(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE org_id = $1 AND turn_id = $2 ORDER BY seq`,
-        [orgId, turnId],
-      ),
-      this.em.query(`SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND turn_id = $2 ORDER BY seq`, [
-        orgId,
-        turnId,
-      ]),
-    ]);
-    return assembleMessages(messages, blocks);
+    const rows = await queryPrepared<MessageBlockRow>(
+      this.em,
+      `SELECT ${MESSAGE_BLOCK_COLUMNS}
+       FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
+       WHERE m.org_id = $1 AND m.turn_id = $2 ORDER BY m.seq, b.seq`,
+      [orgId, turnId],
+    );
+    return messagesOf(rows);
+  }
+
+  /**
+   * Locks the turn row until the surrounding transaction ends (call it inside one) and reads the
+   * turn's messages, in one statement. Null when the turn is not the org's.
+   */
+  async lockTurnMessages(orgId: string, turnId: string): Promise<LockedTurnMessages | null> {
+    if (!isUuid(turnId)) return null;
+    const rows = await queryPrepared<
+      MessageBlockRow & Omit<LockedTurnMessages, 'messages' | 'status'> & { turnStatus: TurnStatus }
+    >(
+      this.em,
+      `SELECT t.status AS "turnStatus", t.lease_owner AS "leaseOwner",
+         t.cancel_requested_at IS NOT NULL AS "cancelRequested", ${MESSAGE_BLOCK_COLUMNS}
+       FROM turns t
+         LEFT JOIN messages m ON m.turn_id = t.id AND m.org_id = $1
+         LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
+       WHERE t.org_id = $1 AND t.id = $2 ORDER BY m.seq, b.seq FOR UPDATE OF t`,
+      [orgId, turnId],
+    );
+    if (!rows.length) return null;
+    const { turnStatus: status, leaseOwner, cancelRequested } = rows[0];
+    return { status, leaseOwner, cancelRequested, messages: messagesOf(rows) };
   }
 
   /** The whole transcript of a conversation, for display (not for memory: see WindowRepository). */
@@ -199,13 +270,17 @@ export class BlockRepository {
     blocks: Block[],
   ): Promise<void> {
     if (!blocks.length) return;
-    const records = blocks.map((b) => ({ id: b.id, seq: b.seq, ...toBlockPayload(b) }));
     await em.query(
       `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
        SELECT b.id, $1, $2, $3, $4, $5, b.seq, b.kind, b.payload
        FROM jsonb_to_recordset($6::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
        ON CONFLICT (turn_id, seq) DO NOTHING`,
-      [orgId, target.conversationId, target.turnId, target.turnN, target.id, JSON.stringify(records)],
+      [orgId, target.conversationId, target.turnId, target.turnN, target.id, blockRecords(blocks)],
     );
   }
+}
+
+/** Blocks as the JSON rows the inserts read with `jsonb_to_recordset`. */
+function blockRecords(blocks: Block[]): string {
+  return JSON.stringify(blocks.map((b) => ({ id: b.id, seq: b.seq, ...toBlockPayload(b) })));
 }

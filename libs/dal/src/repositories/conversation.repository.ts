@@ -1,18 +1,24 @@
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
-import { ConversationEntity } from '../entities/conversation.entity';
-import { toConversation } from '../mappers/records.mapper';
-import type { Conversation } from '../records.types';
+import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
+import type { Agent, Conversation } from '../records.types';
+import { AGENT_JSON } from './agent.repository';
+
+/** A `conversations` row aliased `c` as a `Conversation`. */
+const CONVERSATION_COLUMNS = `c.org_id AS "orgId", c.id, c.user_id AS "userId", c.agent_id AS "agentId",
+  c.title, c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
+
+export interface ConversationWithAgent {
+  conversation: Conversation;
+  agent: Agent;
+  /** The conversation's queued, running or paused turn, if any. */
+  activeTurnId: string | null;
+}
 
 export class ConversationRepository {
   private readonly em: EntityManager;
 
   constructor(db: Db) {
     this.em = managerOf(db);
-  }
-
-  private get conversations() {
-    return this.em.getRepository(ConversationEntity);
   }
 
   /** Null when the agent is not one of the org's (API: 404 exactly like a missing agent). */
@@ -29,24 +35,55 @@ export class ConversationRepository {
   /** For workers, which act for whoever owns the conversation. */
   async get(orgId: string, conversationId: string): Promise<Conversation | null> {
     if (!isUuid(conversationId)) return null;
-    const row = await this.conversations.findOneBy({ orgId, id: conversationId });
-    return row && toConversation(row);
+    const [row]: Conversation[] = await this.em.query(
+      `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.id = $2`,
+      [orgId, conversationId],
+    );
+    return row ?? null;
   }
 
   /** Another user's conversation reads as missing. */
   async getForUser(orgId: string, userId: string, conversationId: string): Promise<Conversation | null> {
     if (!isUuid(conversationId)) return null;
-    const row = await this.conversations.findOneBy({ orgId, userId, id: conversationId });
-    return row && toConversation(row);
+    const [row]: Conversation[] = await this.em.query(
+      `SELECT ${CONVERSATION_COLUMNS} FROM conversations c
+       WHERE c.org_id = $1 AND c.user_id = $2 AND c.id = $3`,
+      [orgId, userId, conversationId],
+    );
+    return row ?? null;
+  }
+
+  /**
+   * The conversation with its agent and its open turn's id, in one query. With `userId`, another
+   * user's conversation reads as missing.
+   */
+  async getWithAgent(
+    orgId: string,
+    conversationId: string,
+    opts: { userId?: string } = {},
+  ): Promise<ConversationWithAgent | null> {
+    if (!isUuid(conversationId)) return null;
+    const [row] = await queryPrepared<Conversation & { agent: Agent; activeTurnId: string | null }>(
+      this.em,
+      `SELECT ${CONVERSATION_COLUMNS}, ${AGENT_JSON} AS agent,
+         (SELECT t.id FROM turns t WHERE t.org_id = c.org_id AND t.conversation_id = c.id
+            AND t.status IN ('queued', 'running', 'paused')) AS "activeTurnId"
+       FROM conversations c JOIN agents a ON a.org_id = c.org_id AND a.id = c.agent_id
+       WHERE c.org_id = $1 AND c.id = $2 AND ($3::text IS NULL OR c.user_id = $3)`,
+      [orgId, conversationId, opts.userId ?? null],
+    );
+    if (!row) return null;
+    const { agent, activeTurnId, ...conversation } = row;
+    return { conversation, agent, activeTurnId };
   }
 
   /** Most recently updated first. */
   async listForUser(orgId: string, userId: string): Promise<Conversation[]> {
-    const rows = await this.conversations.find({
-      where: { orgId, userId },
-      order: { updatedAt: 'DESC', id: 'ASC' },
-    });
-    return rows.map(toConversation);
+    return this.em.query(
+      `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2
+       ORDER BY c.updated_at DESC, c.id`,
+      [orgId, userId],
+    );
   }
 
   async setTitle(orgId: string, conversationId: string, title: string): Promise<void> {

@@ -1,12 +1,14 @@
-import { type EntityManager, In } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
-import { AgentSkillEntity } from '../entities/agent-skill.entity';
+import type { EntityManager } from 'typeorm';
+import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
 import { SkillEntity } from '../entities/skill.entity';
-import { toSkill } from '../mappers/records.mapper';
 import type { Skill } from '../records.types';
 
 export type SkillInput = Omit<Skill, 'orgId' | 'id'>;
 export type SkillPatch = Partial<Omit<SkillInput, 'slug'>>;
+
+/** A `skills` row aliased `s` as a `Skill`. */
+const SKILL_COLUMNS = `s.org_id AS "orgId", s.id, s.slug, s.name, s.description, s.instructions,
+  s.visibility, s.owner_id AS "ownerId", s.status, s.published`;
 
 export class SkillRepository {
   private readonly em: EntityManager;
@@ -67,18 +69,25 @@ export class SkillRepository {
 
   async get(orgId: string, skillId: string): Promise<Skill | null> {
     if (!isUuid(skillId)) return null;
-    const row = await this.skills.findOneBy({ orgId, id: skillId });
-    return row && toSkill(row);
+    const [row]: Skill[] = await this.em.query(
+      `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.id = $2`,
+      [orgId, skillId],
+    );
+    return row ?? null;
   }
 
   async getMany(orgId: string, skillIds: string[]): Promise<Skill[]> {
-    const rows = await this.skills.findBy({ orgId, id: In(skillIds.filter(isUuid)) });
-    return rows.map(toSkill);
+    return this.em.query(
+      `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.id = ANY($2::uuid[])`,
+      [orgId, skillIds.filter(isUuid)],
+    );
   }
 
   async findBySlugs(orgId: string, slugs: string[]): Promise<Skill[]> {
-    const rows = await this.skills.findBy({ orgId, slug: In(slugs) });
-    return rows.map(toSkill);
+    return this.em.query(
+      `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.slug = ANY($2::text[])`,
+      [orgId, slugs],
+    );
   }
 
   async update(orgId: string, skillId: string, patch: SkillPatch): Promise<Skill | null> {
@@ -89,26 +98,24 @@ export class SkillRepository {
 
   /** Skills the user can see: visible to the org, or private and owned by the user. */
   async listVisible(orgId: string, userId: string): Promise<Skill[]> {
-    const rows = await this.skills.find({
-      where: [
-        { orgId, visibility: 'org' },
-        { orgId, visibility: 'private', ownerId: userId },
-      ],
-      order: { slug: 'ASC' },
-    });
-    return rows.map(toSkill);
+    return this.em.query(
+      `SELECT ${SKILL_COLUMNS} FROM skills s
+       WHERE s.org_id = $1 AND (s.visibility = 'org' OR (s.visibility = 'private' AND s.owner_id = $2))
+       ORDER BY s.slug`,
+      [orgId, userId],
+    );
   }
 
   /** The agent's catalogue for a user (SPEC 6): bound, visible, active and published, in bind order. */
   async listCatalogue(orgId: string, userId: string, agentId: string): Promise<Skill[]> {
-    const rows = await this.skills
-      .createQueryBuilder('s')
-      .innerJoin(AgentSkillEntity, 'b', 'b.skillId = s.id AND b.orgId = s.orgId')
-      .where('s.orgId = :orgId AND b.agentId = :agentId', { orgId, agentId })
-      .andWhere(`s.status = 'active' AND s.published`)
-      .andWhere(`(s.visibility = 'org' OR s.ownerId = :userId)`, { userId })
-      .orderBy('b.position', 'ASC')
-      .getMany();
-    return rows.map(toSkill);
+    return queryPrepared<Skill>(
+      this.em,
+      `SELECT ${SKILL_COLUMNS} FROM skills s
+       JOIN agent_skills b ON b.skill_id = s.id AND b.org_id = s.org_id
+       WHERE s.org_id = $1 AND b.agent_id = $2 AND s.status = 'active' AND s.published
+         AND (s.visibility = 'org' OR s.owner_id = $3)
+       ORDER BY b.position`,
+      [orgId, agentId, userId],
+    );
   }
 }

@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Effort, Message, TextBlock, Turn, TurnKind, TurnStatus } from '@portal/domain';
-import { type EntityManager, In } from 'typeorm';
-import { type Db, isPgError, isUuid, managerOf } from '../db.util';
-import { TurnEntity } from '../entities/turn.entity';
+import type { EntityManager } from 'typeorm';
+import { type Db, isPgError, isUuid, managerOf, queryPrepared } from '../db.util';
 import { DalError } from '../errors';
-import { toTurn } from '../mappers/turn.mapper';
 
 export interface NewTurn {
   conversationId: string;
@@ -16,13 +14,33 @@ export interface NewTurn {
   attachmentIds?: string[];
   selectedSkillIds?: string[];
   catalogueSkillIds?: string[];
+  /** Also records the turn's SKILL_SELECT trace entry (its selected skills). */
+  traceSkillSelect?: boolean;
 }
 
 const ACTIVE: TurnStatus[] = ['queued', 'running', 'paused'];
 
+/** A turn row's columns as `Turn` names them (raw queries on the hot paths skip the entity layer). */
+const TURN_COLUMNS = `id, conversation_id AS "conversationId", n, kind, status, effort, model,
+  context_tokens AS "contextTokens", selected_skill_ids AS "selectedSkillIds",
+  catalogue_skill_ids AS "catalogueSkillIds", error`;
+
 export interface LockedTurn {
   turn: Turn;
   leaseOwner: string | null;
+  cancelRequested: boolean;
+}
+
+export interface ClaimedTurn {
+  turn: Turn;
+  /** The status the turn had when it was claimed: `queued` or `running`. */
+  from: TurnStatus;
+}
+
+/** The message a held turn's next model call writes to; see `TurnRepository.callMessage`. */
+export interface CallMessage {
+  /** Null when another writer took the new message's position (try again). */
+  messageId: string | null;
   cancelRequested: boolean;
 }
 
@@ -33,14 +51,11 @@ export class TurnRepository {
     this.em = managerOf(db);
   }
 
-  private get turns() {
-    return this.em.getRepository(TurnEntity);
-  }
-
   /**
    * Opens a `queued` turn numbered after the conversation's last one, with the person's message
-   * (one text block), in one transaction. Null when the conversation is not the org's; throws
-   * DalError `turn_active` when the conversation already has a queued, running or paused turn.
+   * (one text block) and, when asked, its SKILL_SELECT trace entry, in one statement. Null when the
+   * conversation is not the org's; throws DalError `turn_active` when the conversation already has
+   * a queued, running or paused turn.
    */
   async createWithUserMessage(
     orgId: string,
@@ -76,52 +91,46 @@ export class TurnRepository {
       attachmentIds: input.attachmentIds ?? [],
     };
     try {
-      return await this.em.transaction(async (em) => {
-        // The row lock of this update also serialises concurrent creators of the same conversation.
-        const [bumped] = await em.query(
-          `UPDATE conversations SET last_turn_n = last_turn_n + 1, updated_at = now()
-           WHERE org_id = $1 AND id = $2 RETURNING last_turn_n AS n`,
-          [orgId, input.conversationId],
-        );
-        if (!bumped.length) return null;
-        turn.n = bumped[0].n;
-        await em.query(
-          `INSERT INTO turns (id, org_id, conversation_id, n, kind, status, effort, model,
+      // One statement: the conversation row's lock (the number bump) also serialises concurrent
+      // creators of the same conversation.
+      const rows = await queryPrepared<{ n: number }>(
+        this.em,
+        `WITH bumped AS (
+           UPDATE conversations SET last_turn_n = last_turn_n + 1, updated_at = now()
+           WHERE org_id = $1 AND id = $2 RETURNING last_turn_n AS n),
+         turn AS (
+           INSERT INTO turns (id, org_id, conversation_id, n, kind, status, effort, model,
              selected_skill_ids, catalogue_skill_ids)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-          [
-            turn.id,
-            orgId,
-            turn.conversationId,
-            turn.n,
-            turn.kind,
-            turn.status,
-            turn.effort,
-            turn.model,
-            turn.selectedSkillIds,
-            turn.catalogueSkillIds,
-          ],
-        );
-        await em.query(
-          `INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
-           VALUES ($1, $2, $3, $4, 1, 'user', $5)`,
-          [message.id, orgId, turn.conversationId, turn.id, message.attachmentIds],
-        );
-        await em.query(
-          `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-           VALUES ($1, $2, $3, $4, $5, $6, 1, 'text', $7)`,
-          [
-            block.id,
-            orgId,
-            turn.conversationId,
-            turn.id,
-            turn.n,
-            message.id,
-            JSON.stringify({ text: block.text, narration: false, steering: false }),
-          ],
-        );
-        return { turn, message };
-      });
+           SELECT $3, $1, $2, n, $4, 'queued', $5, $6, $7, $8 FROM bumped RETURNING n),
+         message AS (
+           INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
+           SELECT $9, $1, $2, $3, 1, 'user', $10 FROM turn),
+         block AS (
+           INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+           SELECT $11, $1, $2, $3, n, $9, 1, 'text', $12 FROM turn),
+         trace AS (
+           INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids)
+           SELECT $1, $3, 'SKILL_SELECT', $7 FROM turn WHERE $13)
+         SELECT n FROM turn`,
+        [
+          orgId,
+          turn.conversationId,
+          turn.id,
+          turn.kind,
+          turn.effort,
+          turn.model,
+          turn.selectedSkillIds,
+          turn.catalogueSkillIds,
+          message.id,
+          message.attachmentIds,
+          block.id,
+          JSON.stringify({ text: block.text, narration: false, steering: false }),
+          input.traceSkillSelect ?? false,
+        ],
+      );
+      if (!rows.length) return null;
+      turn.n = rows[0].n;
+      return { turn, message };
     } catch (err) {
       if (isPgError(err, '23505', 'turns_one_active_idx')) {
         throw new DalError('turn_active', `conversation ${input.conversationId} already has an open turn`);
@@ -132,52 +141,73 @@ export class TurnRepository {
 
   async get(orgId: string, turnId: string): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
-    const row = await this.turns.findOneBy({ orgId, id: turnId });
-    return row && toTurn(row);
+    const [row] = await queryPrepared<Turn>(
+      this.em,
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND id = $2`,
+      [orgId, turnId],
+    );
+    return row ?? null;
   }
 
   async listForConversation(orgId: string, conversationId: string): Promise<Turn[]> {
     if (!isUuid(conversationId)) return [];
-    const rows = await this.turns.find({ where: { orgId, conversationId }, order: { n: 'ASC' } });
-    return rows.map(toTurn);
+    return this.em.query(
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND conversation_id = $2 ORDER BY n`,
+      [orgId, conversationId],
+    );
   }
 
   async getLatest(orgId: string, conversationId: string): Promise<Turn | null> {
     if (!isUuid(conversationId)) return null;
-    const row = await this.turns.findOne({ where: { orgId, conversationId }, order: { n: 'DESC' } });
-    return row && toTurn(row);
+    const [row]: Turn[] = await this.em.query(
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND conversation_id = $2 ORDER BY n DESC LIMIT 1`,
+      [orgId, conversationId],
+    );
+    return row ?? null;
   }
 
   /** The conversation's queued, running or paused turn, if any (there is at most one). */
   async getActive(orgId: string, conversationId: string): Promise<Turn | null> {
     if (!isUuid(conversationId)) return null;
-    const row = await this.turns.findOneBy({ orgId, conversationId, status: In(ACTIVE) });
-    return row && toTurn(row);
+    const [row]: Turn[] = await this.em.query(
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND conversation_id = $2 AND status = ANY($3)`,
+      [orgId, conversationId, ACTIVE],
+    );
+    return row ?? null;
   }
 
   /**
-   * Sets the status (and the error, when given). With `from`, only a turn currently in one of
-   * those statuses changes; null means nothing changed. Leaving `running` drops the lease.
+   * Sets the status (and the error, and the context size, when given). With `from`, only a turn
+   * currently in one of those statuses changes; null means nothing changed. Leaving `running`
+   * drops the lease.
    */
   async updateStatus(
     orgId: string,
     turnId: string,
     status: TurnStatus,
-    opts: { error?: string | null; from?: TurnStatus[] } = {},
+    opts: { error?: string | null; from?: TurnStatus[]; contextTokens?: number } = {},
   ): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
-    const qb = this.turns
-      .createQueryBuilder()
-      .update()
-      .set({
+    const rows = await queryPrepared<Turn>(
+      this.em,
+      `UPDATE turns SET status = $3, updated_at = now(),
+         error = CASE WHEN $4 THEN $5 ELSE error END,
+         context_tokens = COALESCE($6, context_tokens),
+         lease_owner = CASE WHEN $3 = 'running' THEN lease_owner END,
+         lease_expires_at = CASE WHEN $3 = 'running' THEN lease_expires_at END
+       WHERE org_id = $1 AND id = $2 AND ($7::text[] IS NULL OR status = ANY($7))
+       RETURNING ${TURN_COLUMNS}`,
+      [
+        orgId,
+        turnId,
         status,
-        ...(opts.error !== undefined && { error: opts.error }),
-        ...(status !== 'running' && { leaseOwner: null, leaseExpiresAt: null }),
-      })
-      .where('org_id = :orgId AND id = :turnId', { orgId, turnId });
-    if (opts.from) qb.andWhere('status IN (:...from)', { from: opts.from });
-    const result = await qb.execute();
-    return result.affected ? this.get(orgId, turnId) : null;
+        opts.error !== undefined,
+        opts.error ?? null,
+        opts.contextTokens ?? null,
+        opts.from ?? null,
+      ],
+    );
+    return rows[0] ?? null;
   }
 
   /**
@@ -186,58 +216,98 @@ export class TurnRepository {
    */
   async requestCancel(orgId: string, turnId: string): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
-    const [rows] = await this.em.query(
+    const [rows]: [Turn[], number] = await this.em.query(
       `UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
-       WHERE org_id = $1 AND id = $2 AND status = ANY($3) RETURNING id`,
+       WHERE org_id = $1 AND id = $2 AND status = ANY($3) RETURNING ${TURN_COLUMNS}`,
       [orgId, turnId, ACTIVE],
     );
-    return rows.length ? this.get(orgId, turnId) : null;
+    return rows[0] ?? null;
   }
 
   /** Each call on the turn's own model overwrites this with its input tokens. */
   async setContextTokens(orgId: string, turnId: string, contextTokens: number): Promise<void> {
     if (!isUuid(turnId)) return;
-    await this.turns.update({ orgId, id: turnId }, { contextTokens });
+    await queryPrepared(
+      this.em,
+      `UPDATE turns SET context_tokens = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
+      [orgId, turnId, contextTokens],
+    );
   }
 
   /**
    * A worker takes the turn: a queued one, or a running one whose lease expired (its worker died)
-   * or that it already holds. Sets `running`, counts the attempt. Null when another worker holds it.
+   * or that it already holds. Sets `running`, counts the attempt. With `kind`, only a turn of that
+   * kind. Null when there is no such turn to take (settled, paused, another worker holds it…).
    */
-  async claim(orgId: string, turnId: string, owner: string, leaseMs: number): Promise<Turn | null> {
+  async claim(
+    orgId: string,
+    turnId: string,
+    owner: string,
+    leaseMs: number,
+    opts: { kind?: TurnKind } = {},
+  ): Promise<ClaimedTurn | null> {
     if (!isUuid(turnId)) return null;
-    const [rows] = await this.em.query(
-      `UPDATE turns SET status = 'running', attempt = attempt + 1, lease_owner = $3,
+    // The locked read keeps the status the turn had, which RETURNING alone cannot tell.
+    const rows = await queryPrepared<Turn & { from: TurnStatus }>(
+      this.em,
+      `WITH prev AS (
+         SELECT id AS prev_id, status AS prev_status FROM turns
+         WHERE org_id = $1 AND id = $2 AND ($5::text IS NULL OR kind = $5) FOR UPDATE)
+       UPDATE turns SET status = 'running', attempt = attempt + 1, lease_owner = $3,
          lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-       WHERE org_id = $1 AND id = $2 AND (status = 'queued' OR (status = 'running'
+       FROM prev WHERE id = prev_id AND (prev_status = 'queued' OR (prev_status = 'running'
          AND (lease_owner = $3 OR lease_expires_at IS NULL OR lease_expires_at < now())))
-       RETURNING id`,
-      [orgId, turnId, owner, leaseMs],
+       RETURNING prev_status AS "from", ${TURN_COLUMNS}`,
+      [orgId, turnId, owner, leaseMs, opts.kind ?? null],
     );
-    return rows.length ? this.get(orgId, turnId) : null;
+    if (!rows.length) return null;
+    const { from, ...turn } = rows[0];
+    return { turn, from };
   }
 
   /**
-   * Locks the turn row until the surrounding transaction ends (TypeORM refuses outside one), so
-   * writers that also lock it (BlockRepository.appendNext) wait. With the lease and the cancel flag.
+   * Locks the turn row until the surrounding transaction ends (call it inside one), so writers
+   * that also lock it (BlockRepository.appendNext) wait. With the lease and the cancel flag.
    */
   async lockForUpdate(orgId: string, turnId: string): Promise<LockedTurn | null> {
     if (!isUuid(turnId)) return null;
-    const row = await this.turns
-      .createQueryBuilder('t')
-      .setLock('pessimistic_write')
-      .where('t.orgId = :orgId AND t.id = :turnId', { orgId, turnId })
-      .getOne();
-    return row && { turn: toTurn(row), leaseOwner: row.leaseOwner, cancelRequested: !!row.cancelRequestedAt };
-  }
-
-  async isCancelRequested(orgId: string, turnId: string): Promise<boolean> {
-    if (!isUuid(turnId)) return false;
-    const rows: unknown[] = await this.em.query(
-      `SELECT 1 FROM turns WHERE org_id = $1 AND id = $2 AND cancel_requested_at IS NOT NULL`,
+    const [row] = await queryPrepared<Turn & { leaseOwner: string | null; cancelRequested: boolean }>(
+      this.em,
+      `SELECT ${TURN_COLUMNS}, lease_owner AS "leaseOwner", cancel_requested_at IS NOT NULL AS "cancelRequested"
+       FROM turns WHERE org_id = $1 AND id = $2 FOR UPDATE`,
       [orgId, turnId],
     );
-    return rows.length > 0;
+    if (!row) return null;
+    const { leaseOwner, cancelRequested, ...turn } = row;
+    return { turn, leaseOwner, cancelRequested };
+  }
+
+  /**
+   * The message the next model call of a turn `owner` holds writes to, under the turn row's lock:
+   * the last message when it is the assistant's, else a new assistant message after it (none once
+   * a cancel is requested). One statement. Null when `owner` no longer holds the running turn.
+   */
+  async callMessage(orgId: string, turnId: string, owner: string): Promise<CallMessage | null> {
+    if (!isUuid(turnId)) return null;
+    const [row] = await queryPrepared<CallMessage>(
+      this.em,
+      `WITH held AS (
+         SELECT id, org_id, conversation_id, cancel_requested_at IS NOT NULL AS cancelled FROM turns
+         WHERE org_id = $1 AND id = $2 AND status = 'running' AND lease_owner = $3 FOR UPDATE),
+       last AS (
+         SELECT m.id, m.seq, m.role FROM messages m JOIN held ON m.turn_id = held.id
+         WHERE m.org_id = $1 ORDER BY m.seq DESC LIMIT 1),
+       created AS (
+         INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role)
+         SELECT $4, held.org_id, held.conversation_id, held.id, COALESCE((SELECT seq FROM last), 0) + 1, 'assistant'
+         FROM held WHERE NOT held.cancelled AND NOT EXISTS (SELECT 1 FROM last WHERE role = 'assistant')
+         ON CONFLICT (turn_id, seq) DO NOTHING RETURNING id)
+       SELECT held.cancelled AS "cancelRequested",
+         COALESCE((SELECT id FROM created), (SELECT id FROM last WHERE role = 'assistant')) AS "messageId"
+       FROM held`,
+      [orgId, turnId, owner, randomUUID()],
+    );
+    return row ?? null;
   }
 
   /** Hands a running turn back: it stays `running` with no lease, so the next claim takes it at once. */

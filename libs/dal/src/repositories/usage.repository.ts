@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
 import { UsageRowEntity } from '../entities/usage-row.entity';
 import { toUsageRow } from '../mappers/records.mapper';
 import type { UsageRow } from '../records.types';
@@ -17,7 +17,8 @@ export class UsageRepository {
    */
   async add(orgId: string, row: UsageRow & { callKey?: string }): Promise<boolean> {
     if (!isUuid(row.turnId)) return false;
-    const inserted = await this.em.query(
+    const inserted = await queryPrepared(
+      this.em,
       `INSERT INTO usage_rows (org_id, turn_id, kind, model, input_tokens, output_tokens, cached_tokens, cost, call_key)
        SELECT t.org_id, t.id, $3, $4, $5, $6, $7, $8, $9 FROM turns t WHERE t.org_id = $1 AND t.id = $2
        ON CONFLICT (turn_id, call_key) DO NOTHING RETURNING id`,

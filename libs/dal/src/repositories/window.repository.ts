@@ -3,7 +3,7 @@ import { DEFAULT_LIMITS } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
-import { assembleMessages, BLOCK_COLUMNS, MESSAGE_COLUMNS } from './block.repository';
+import { MESSAGE_BLOCK_COLUMNS, messagesOf } from './block.repository';
 
 export interface WindowOptions {
   /**
@@ -18,13 +18,13 @@ export interface WindowOptions {
 const NO_LIMIT = 2_147_483_647;
 
 /**
- * What memory reads of a conversation (SPEC 4) in at most four indexed queries, whatever the
+ * What memory reads of a conversation (SPEC 4) in at most three indexed queries, whatever the
  * conversation's length:
  * 1. the newest compaction block before the current turn (first entry of the partial index
  *    `blocks_compaction_idx`);
  * 2. the last `turnsReplayed` settled turns (`kind = 'turn'`, completed / failed / cut_off) from
  *    the summary's turn on and before the current turn (`turns_replayable_idx`, read backwards);
- * 3. and 4. those turns' messages and blocks by `turn_id = ANY(...)` (the `(turn_id, seq)` keys).
+ * 3. those turns' messages by `turn_id = ANY(...)` (the `(turn_id, seq)` key) with their blocks.
  *
  * A manual compaction turn is kind `compaction`, so it is never among the turns. An AUTO summary
  * sits inside a normal turn: that turn's answer came after the summary was written, so the turn is
@@ -63,19 +63,14 @@ export class WindowRepository {
     if (!turns.length) return { summary, turns: [] };
     turns.reverse();
 
-    const ids = turns.map((t) => t.id);
-    const [messages, blocks] = await Promise.all([
-      this.em.query(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE turn_id = ANY($2::uuid[]) AND org_id = $1 ORDER BY turn_id, seq`,
-        [orgId, ids],
-      ),
-      this.em.query(
-        `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE turn_id = ANY($2::uuid[]) AND org_id = $1 ORDER BY turn_id, seq`,
-        [orgId, ids],
-      ),
-    ]);
+    const rows = await this.em.query(
+      `SELECT ${MESSAGE_BLOCK_COLUMNS}
+       FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
+       WHERE m.turn_id = ANY($2::uuid[]) AND m.org_id = $1 ORDER BY m.turn_id, m.seq, b.seq`,
+      [orgId, turns.map((t) => t.id)],
+    );
     const byTurn = new Map(turns.map((t) => [t.id, [] as Message[]]));
-    for (const message of assembleMessages(messages, blocks)) byTurn.get(message.turnId)?.push(message);
+    for (const message of messagesOf(rows)) byTurn.get(message.turnId)?.push(message);
     return { summary, turns: turns.map((turn) => ({ turn, messages: byTurn.get(turn.id) ?? [] })) };
   }
 }

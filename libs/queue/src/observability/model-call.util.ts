@@ -9,7 +9,7 @@ interface Usage {
 type StreamEvent = { type: string; result?: { usage?: Usage | null } };
 
 /** The calls the portal makes, as the usage rows name them. */
-export type ModelCallKind = 'turn' | 'summary' | 'compaction';
+export type ModelCallKind = 'turn' | 'summary' | 'compaction' | 'review';
 
 /**
  * Passes a model stream through unchanged, recording the call's duration

@@ -79,7 +79,7 @@ export class PortalMetrics {
 
   readonly jobDuration = new Histogram({
     name: METRIC.jobDuration,
-    help: 'Seconds a job handler ran, by queue and outcome (completed, failed, handed_back)',
+    help: 'Seconds a job handler ran, by queue and outcome (completed, failed, handed_back, delayed)',
     labelNames: ['queue', 'outcome'] as const,
     buckets: JOB_BUCKETS,
     registers: this.registers,

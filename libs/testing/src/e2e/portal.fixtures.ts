@@ -206,16 +206,25 @@ export function isTitleRequest(request: FakeRequest): boolean {
   return first?.role === 'system' && String(first.content).startsWith('You name conversations');
 }
 
+/** A review call (SPEC 3): the output guardrail's check of one sentence. */
+export function isReviewRequest(request: FakeRequest): boolean {
+  const first = request.body?.messages?.[0];
+  return first?.role === 'system' && String(first.content).startsWith('You review');
+}
+
 /**
  * Routes the fake model's chat requests by a key each test writes into its messages (`[k:name]`,
  * see `tag`): a request gets the next script queued for the newest key it carries, so tests that
  * share a fake server (and conversations) never take each other's answers, and the title call
- * never takes a turn's. Title calls answer `Title <key>`; anything else `defaultAnswer`.
+ * never takes a turn's. Title calls answer `Title <key>`; review calls what `reviewer` says
+ * (`PASS` unless a test sets it); anything else `defaultAnswer`.
  */
 export class ScriptedModel {
   private readonly scripts = new Map<string, (FakeScript | FakeResponder)[]>();
   private readonly routed = new Map<string, FakeRequest[]>();
   readonly titleRequests: FakeRequest[] = [];
+  readonly reviewRequests: FakeRequest[] = [];
+  reviewer: FakeResponder = () => 'PASS';
 
   constructor(
     readonly fake: FakeOpenAI,
@@ -251,6 +260,10 @@ export class ScriptedModel {
     if (isTitleRequest(request)) {
       this.titleRequests.push(request);
       return `Title ${keys[0] ?? 'untitled'}`;
+    }
+    if (isReviewRequest(request)) {
+      this.reviewRequests.push(request);
+      return this.reviewer(request);
     }
     const key = [...keys].reverse().find((k) => this.pending(k) > 0) ?? keys.at(-1);
     if (key === undefined) return this.defaultAnswer;

@@ -22,6 +22,10 @@ export interface PortalOptions {
   bootstrap?: unknown;
   apps?: readonly PortalApp[];
   env?: Record<string, string>;
+  /** A Postgres server of the suite's own (its fresh database is created there); default DATABASE_URL's. */
+  databaseURL?: string;
+  /** A Redis of the suite's own; default REDIS_URL (or the local one). */
+  redisURL?: string;
 }
 
 export interface RunningPortal {
@@ -43,7 +47,8 @@ export interface RunningPortal {
 const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
 const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
-async function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -78,7 +83,8 @@ async function waitForReady(
  * database and a Redis prefix of their own, like `npm start` does.
  */
 export async function startPortal(options: PortalOptions = {}): Promise<RunningPortal> {
-  const database = await createTestDatabase();
+  const redisURL = options.redisURL ?? REDIS_URL;
+  const database = await createTestDatabase(options.databaseURL);
   await database.dataSource.destroy();
   const prefix = `e2e${randomBytes(4).toString('hex')}`;
   const dir = mkdtempSync(path.join(tmpdir(), 'portal-e2e-'));
@@ -90,7 +96,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
   };
   const env: Record<string, string> = {
     DATABASE_URL: database.url,
-    REDIS_URL,
+    REDIS_URL: redisURL,
     PORTAL_PREFIX: prefix,
     PORT: String(ports.gateway),
     HOST: '127.0.0.1',
@@ -138,7 +144,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
 
   async function stop(): Promise<void> {
     await Promise.all(PORTAL_APPS.map((app) => kill(app, 'SIGKILL')));
-    const redis = new IORedis(REDIS_URL);
+    const redis = new IORedis(redisURL);
     const keys = await redis.keys(`*${prefix}*`);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();

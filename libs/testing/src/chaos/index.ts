@@ -1,0 +1,2 @@
+export * from './chaos-infra.util';
+export * from './chaos.scenario';
