@@ -167,7 +167,15 @@ export async function startWebHarness(): Promise<WebHarness> {
     },
     env: { PORTAL_TOOL_URL_ALLOW: `${toolURL}/` },
   });
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  // A browser that cannot start must not leave the portal's processes running behind the failed test.
+  const browser = await chromium
+    .launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+    .catch(async (err: unknown) => {
+      await portal.stop();
+      await model.close();
+      await new Promise((resolve) => tools.close(resolve));
+      throw err;
+    });
 
   return {
     portal,

@@ -153,7 +153,10 @@ class PublishedStream {
   }
 
   private send(event: Parameters<TurnStore['publish']>[1]): void {
-    this.publishing = this.publishing.then(() => this.store.publish(this.turn, event));
+    // Sent at once, not after the previous one is acknowledged: the store appends every event of
+    // a process through one Redis connection, which keeps them in the order they were sent.
+    const sent = this.store.publish(this.turn, event);
+    this.publishing = Promise.all([this.publishing, sent]).then(() => undefined);
     // Marked handled here; `flushed()` still hands the rejection to the caller.
     this.publishing.catch(() => undefined);
   }

@@ -100,10 +100,15 @@ export class TurnRunner {
     const { turn } = claimed;
     addLogContext({ conversationId: turn.conversationId });
     const held: HeldTurn = { orgId, turn, owner, claimedAt: Date.now() };
-    if (claimed.from === 'queued')
-      await this.store.publish(turn, { type: 'turn_state', turnId, status: 'running' });
-    // A takeover: what the last worker committed but never published goes out first.
-    else await this.resync.resync(orgId, turn);
+    if (claimed.from === 'queued') {
+      // Not awaited: the turn's next events follow it on the same Redis connection, in order.
+      this.store
+        .publish(turn, { type: 'turn_state', turnId, status: 'running' })
+        .catch((err: Error) => this.logger.warn(`turn ${turnId}: running not published (${err.message})`));
+    } else {
+      // A takeover: what the last worker committed but never published goes out first.
+      await this.resync.resync(orgId, turn);
+    }
 
     const stop = new AbortController();
     const halt = (reason: StopReason) => stop.signal.aborted || stop.abort(reason);
