@@ -6,6 +6,14 @@ export interface StoredEvent {
   event: PortalEvent;
 }
 
+/** XADDs each ARGV after the first (the MINID to trim to) to KEYS[1], in order; returns their ids. */
+const APPEND_ALL_SCRIPT = `
+local ids = {}
+for i = 2, #ARGV do
+  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', ARGV[i])
+end
+return ids`;
+
 /**
  * A conversation's events as a Redis stream: workers append, the gateway reads. The stream id is the
  * SSE event id, so a client reconnecting with `Last-Event-ID` reads exactly what it missed.
@@ -37,15 +45,19 @@ export class ConversationEvents {
 
   /**
    * Appends `events` in order in one round trip: commands on one connection run in the order
-   * sent, so each lands after the one before it.
+   * sent, so each lands after the one before it. Several go in one script, so a reader blocked
+   * on the stream wakes once for all of them.
    */
   async publishAll(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
     const key = conversationEventsKey(this.prefix, conversationId);
     const minId = `${Date.now() - this.retentionMs}-0`;
-    const ids = events.map((event) =>
-      this.writer.xadd(key, 'MINID', '~', minId, '*', 'e', JSON.stringify(event)),
-    );
-    return (await Promise.all(ids)) as string[];
+    const fields = events.map((event) => JSON.stringify(event));
+    if (fields.length === 0) return [];
+    if (fields.length === 1)
+      return [(await this.writer.xadd(key, 'MINID', '~', minId, '*', 'e', fields[0]))!];
+    // EVAL, not EVALSHA: a Redis that lost its scripts (a restart) cannot answer NOSCRIPT and
+    // have the retry overtaken by the appends sent after it.
+    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, minId, ...fields)) as string[];
   }
 
   /** Everything retained after `afterId` (exclusive), oldest first. */

@@ -24,7 +24,7 @@ export class OwnershipService {
     return conversation ?? notFound(conversationId);
   }
 
-  /** The conversation with its agent and its open turn's id, in one query. */
+  /** The conversation with its agent, its open turn's id and the agent's catalogue for the caller, in one query. */
   async conversationWithAgent(caller: Principal, conversationId: string): Promise<ConversationWithAgent> {
     const found = await this.conversations.getWithAgent(caller.orgId, conversationId, {
       userId: caller.userId,

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BlockRepository, DalError, SkillRepository, TurnRepository, type Conversation } from '@portal/dal';
+import { BlockRepository, DalError, TurnRepository, type Conversation } from '@portal/dal';
 import { DomainError } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
@@ -22,7 +22,6 @@ export class MessagesService {
   constructor(
     @Inject(DataSource) private readonly dataSource: DataSource,
     @Inject(OwnershipService) private readonly owned: OwnershipService,
-    @Inject(SkillRepository) private readonly skills: SkillRepository,
     @Inject(MessageChecksService) private readonly checks: MessageChecksService,
     @Inject(TurnOpeningService) private readonly opener: TurnOpeningService,
     @Inject(CompactionRequestService) private readonly compaction: CompactionRequestService,
@@ -46,7 +45,7 @@ export class MessagesService {
     conversationId: string,
     body: PostMessage,
   ): Promise<PostMessageResult> {
-    const { conversation, agent, activeTurnId } = await this.owned.conversationWithAgent(
+    const { conversation, agent, activeTurnId, catalogueSkillIds } = await this.owned.conversationWithAgent(
       caller,
       conversationId,
     );
@@ -71,7 +70,6 @@ export class MessagesService {
     }
 
     const selectedIds = selected.map((s) => s.id);
-    const catalogue = await this.skills.listCatalogue(caller.orgId, caller.userId, agent.id);
     const turn = await this.opener.open(
       caller,
       conversation,
@@ -82,7 +80,7 @@ export class MessagesService {
         effort,
         model: agent.model,
         selectedSkillIds: selectedIds,
-        catalogueSkillIds: catalogue.map((s) => s.id).filter((id) => !selectedIds.includes(id)),
+        catalogueSkillIds: (catalogueSkillIds ?? []).filter((id) => !selectedIds.includes(id)),
       },
       (turnId) => this.dispatch.runTurn(caller.orgId, turnId, 'open'),
     );

@@ -95,7 +95,10 @@ export class TurnRunner {
   async run({ orgId, turnId }: JobData<'run-turn'>, shutdown: AbortSignal): Promise<'busy' | undefined> {
     const owner = `${this.config.workerId}/${randomUUID()}`;
     // A compaction turn (`/compact`) is the compaction worker's.
-    const claimed = await this.turns.claim(orgId, turnId, owner, this.config.leaseMs, { kind: 'turn' });
+    const claimed = await this.turns.claim(orgId, turnId, owner, this.config.leaseMs, {
+      kind: 'turn',
+      callMessage: true,
+    });
     if (!claimed) return this.unclaimed(orgId, turnId);
     const { turn } = claimed;
     addLogContext({ conversationId: turn.conversationId });
@@ -124,7 +127,9 @@ export class TurnRunner {
     }, this.config.leaseMs / 3);
     let outcome: Settled | null;
     try {
-      outcome = await this.loop(held, stop.signal).catch((err) => this.onError(held, stop.signal, err));
+      outcome = await this.loop(held, stop.signal, claimed.callMessageId ?? null).catch((err) =>
+        this.onError(held, stop.signal, err),
+      );
     } finally {
       clearInterval(renewal);
       unwatch();
@@ -148,12 +153,15 @@ export class TurnRunner {
     else return 'busy';
   }
 
-  private async loop(held: HeldTurn, signal: AbortSignal): Promise<Settled> {
+  /** `claimedMessageId`: the first call's message, fixed by the claim (`TurnRepository.claim`). */
+  private async loop(held: HeldTurn, signal: AbortSignal, claimedMessageId: string | null): Promise<Settled> {
     const { orgId, turn } = held;
+    let fixed = claimedMessageId;
     for (;;) {
       if (signal.aborted && signal.reason !== 'cancel') throw new RunStopped(String(signal.reason));
       // Before the read: steering that arrives after it lands after this call's output.
-      const messageId = signal.aborted ? null : await this.store.callMessage(held);
+      const messageId = signal.aborted ? null : (fixed ?? (await this.store.callMessage(held)));
+      fixed = null;
       if (messageId === null) {
         await this.store.transition(held, 'cut_off');
         return 'settled';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { PortalEvent } from '@portal/contracts';
-import { BlockRepository, TurnRepository, UsageRepository, type UsageRow } from '@portal/dal';
+import { BlockRepository, TurnRepository, type UsageRow } from '@portal/dal';
 import {
   appendBlock,
   assertAppend,
@@ -93,13 +93,9 @@ export class TurnStore {
     opts: { messageId?: string; usage?: Usage } = {},
   ): Promise<Block[]> {
     const { orgId, turn } = held;
-    const { blocks } = await this.withHeld(held, async (tx) => {
-      const written = await this.appendIn(tx, held, drafts, opts.messageId);
-      if (opts.usage) {
-        await new UsageRepository(tx.em).add(orgId, opts.usage);
-        await tx.turns.setContextTokens(orgId, turn.id, opts.usage.inputTokens);
-      }
-      return written;
+    const blocks = await this.withHeld(held, async (tx) => {
+      const placed = await this.place(tx, held, drafts, opts.messageId);
+      return tx.turns.recordCall(orgId, turn.id, { ...placed, usage: opts.usage });
     });
     await this.events.publishAll(turn.conversationId, [
       ...blockEvents(turn, blocks),
@@ -122,21 +118,18 @@ export class TurnStore {
   ): Promise<'steered' | 'done'> {
     const { orgId, turn } = held;
     const outcome = await this.withHeld(held, async (tx) => {
-      const { blocks, messages } = opts.drafts?.length
-        ? await this.appendIn(tx, held, opts.drafts, opts.messageId)
-        : { blocks: [], messages: tx.messages };
-      if (opts.usage) await new UsageRepository(tx.em).add(orgId, opts.usage);
-      const contextTokens = opts.usage?.inputTokens;
-      if (status === 'completed' && messages.at(-1)?.role === 'user') {
-        if (contextTokens !== undefined) await tx.turns.setContextTokens(orgId, turn.id, contextTokens);
-        return { blocks, settled: null };
+      const placed = opts.drafts?.length
+        ? await this.place(tx, held, opts.drafts, opts.messageId)
+        : { messageId: null, blocks: [], messages: tx.messages };
+      const record = { messageId: placed.messageId, blocks: placed.blocks, usage: opts.usage };
+      if (status === 'completed' && placed.messages.at(-1)?.role === 'user') {
+        return { blocks: await tx.turns.recordCall(orgId, turn.id, record), settled: null };
       }
       const settled = status === 'completed' && tx.cancelRequested ? 'cut_off' : status;
-      assertInvariants({ turn: { ...turn, status: settled }, messages });
-      await tx.turns.updateStatus(orgId, turn.id, settled, {
-        error: opts.error ?? null,
-        from: ['running'],
-        contextTokens,
+      assertInvariants({ turn: { ...turn, status: settled }, messages: placed.messages });
+      const blocks = await tx.turns.recordCall(orgId, turn.id, {
+        ...record,
+        status: { to: settled, from: ['running'], error: opts.error ?? null },
       });
       return { blocks, settled };
     });
@@ -247,12 +240,16 @@ export class TurnStore {
     return created;
   }
 
-  private async appendIn(
+  /**
+   * Where `drafts` go: to `messageId`, or to the assistant message (`assistantMessage`), at the
+   * positions after the turn's last block, each passing `assertAppend`. Writes no block.
+   */
+  private async place(
     tx: Tx,
     held: HeldTurn,
     drafts: BlockDraft[],
     messageId?: string,
-  ): Promise<{ blocks: Block[]; messages: Message[] }> {
+  ): Promise<{ messageId: string; blocks: Block[]; messages: Message[] }> {
     const message = messageId
       ? tx.messages.find((m) => m.id === messageId)
       : await this.assistantMessage(tx, held);
@@ -264,8 +261,7 @@ export class TurnStore {
       assertAppend(transcript, message, block);
       transcript = appendBlock(transcript, message, block);
     }
-    const stored = await tx.blocks.appendBlocks(held.orgId, message.id, blocks);
-    return { blocks: stored, messages: transcript.messages };
+    return { messageId: message.id, blocks, messages: transcript.messages };
   }
 }
 

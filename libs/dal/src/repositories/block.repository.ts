@@ -281,6 +281,6 @@ export class BlockRepository {
 }
 
 /** Blocks as the JSON rows the inserts read with `jsonb_to_recordset`. */
-function blockRecords(blocks: Block[]): string {
+export function blockRecords(blocks: Block[]): string {
   return JSON.stringify(blocks.map((b) => ({ id: b.id, seq: b.seq, ...toBlockPayload(b) })));
 }

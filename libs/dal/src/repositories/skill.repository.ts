@@ -10,6 +10,17 @@ export type SkillPatch = Partial<Omit<SkillInput, 'slug'>>;
 const SKILL_COLUMNS = `s.org_id AS "orgId", s.id, s.slug, s.name, s.description, s.instructions,
   s.visibility, s.owner_id AS "ownerId", s.status, s.published`;
 
+/**
+ * The catalogue rule (SPEC 6) as SQL, for `listCatalogue` and the reads that embed it: the skills
+ * `s` bound `b` to the agent, visible to the user, active and published (order by `b.position`).
+ * The arguments are SQL expressions (parameters or columns) of the org, the agent and the user.
+ */
+export function catalogueSkills(org: string, agent: string, user: string): string {
+  return `skills s JOIN agent_skills b ON b.skill_id = s.id AND b.org_id = s.org_id
+    WHERE s.org_id = ${org} AND b.agent_id = ${agent} AND s.status = 'active' AND s.published
+      AND (s.visibility = 'org' OR s.owner_id = ${user})`;
+}
+
 export class SkillRepository {
   private readonly em: EntityManager;
 
@@ -110,11 +121,7 @@ export class SkillRepository {
   async listCatalogue(orgId: string, userId: string, agentId: string): Promise<Skill[]> {
     return queryPrepared<Skill>(
       this.em,
-      `SELECT ${SKILL_COLUMNS} FROM skills s
-       JOIN agent_skills b ON b.skill_id = s.id AND b.org_id = s.org_id
-       WHERE s.org_id = $1 AND b.agent_id = $2 AND s.status = 'active' AND s.published
-         AND (s.visibility = 'org' OR s.owner_id = $3)
-       ORDER BY b.position`,
+      `SELECT ${SKILL_COLUMNS} FROM ${catalogueSkills('$1', '$2', '$3')} ORDER BY b.position`,
       [orgId, agentId, userId],
     );
   }

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Effort, Message, TextBlock, Turn, TurnKind, TurnStatus } from '@portal/domain';
+import type { Block, Effort, Message, TextBlock, Turn, TurnKind, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isPgError, isUuid, managerOf, queryPrepared } from '../db.util';
 import { DalError } from '../errors';
+import { type BlockRow, toBlock } from '../mappers/block.mapper';
+import type { UsageRow } from '../records.types';
+import { BLOCK_COLUMNS, BlockRepository, blockRecords } from './block.repository';
 
 export interface NewTurn {
   conversationId: string;
@@ -35,6 +38,11 @@ export interface ClaimedTurn {
   turn: Turn;
   /** The status the turn had when it was claimed: `queued` or `running`. */
   from: TurnStatus;
+  /**
+   * With `callMessage`, for a turn claimed from `queued`: its first call's message, fixed in the
+   * claim (see `callMessage`). Null otherwise, or when a cancel is requested or the position taken.
+   */
+  callMessageId?: string | null;
 }
 
 /** The message a held turn's next model call writes to; see `TurnRepository.callMessage`. */
@@ -43,6 +51,37 @@ export interface CallMessage {
   messageId: string | null;
   cancelRequested: boolean;
 }
+
+/** What one model call (or one step) of a held turn records; see `TurnRepository.recordCall`. */
+export interface CallRecord {
+  /** The message `blocks` go to (their positions are set); null with no blocks. */
+  messageId: string | null;
+  blocks: Block[];
+  /** The call's usage row, once per `callKey`; its input tokens become the turn's `contextTokens`. */
+  usage?: UsageRow & { callKey: string };
+  /** Settles (or pauses) the turn, from one of `from`, with `error`; without, the status stays. */
+  status?: { to: TurnStatus; from: TurnStatus[]; error: string | null };
+}
+
+/**
+ * The rule of `callMessage`, after a CTE `held (id, org_id, conversation_id, cancelled)` of the
+ * held turn (locked) and with `$1` the org: the last message when it is the assistant's, else a
+ * new assistant message (id `newId`) after it, none once a cancel is requested. A clash on the
+ * position (a steering message added meanwhile) leaves the insert out: `messageId` is null.
+ */
+function callMessageCtes(newId: string): string {
+  return `last AS (
+         SELECT m.id, m.seq, m.role FROM messages m JOIN held ON m.turn_id = held.id
+         WHERE m.org_id = $1 ORDER BY m.seq DESC LIMIT 1),
+       created AS (
+         INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role)
+         SELECT ${newId}, held.org_id, held.conversation_id, held.id, COALESCE((SELECT seq FROM last), 0) + 1, 'assistant'
+         FROM held WHERE NOT held.cancelled AND NOT EXISTS (SELECT 1 FROM last WHERE role = 'assistant')
+         ON CONFLICT (turn_id, seq) DO NOTHING RETURNING id)`;
+}
+
+/** The message `callMessageCtes` decided on. */
+const CALL_MESSAGE_ID = `COALESCE((SELECT id FROM created), (SELECT id FROM last WHERE role = 'assistant')) AS "messageId"`;
 
 export class TurnRepository {
   private readonly em: EntityManager;
@@ -224,6 +263,63 @@ export class TurnRepository {
     return rows[0] ?? null;
   }
 
+  /**
+   * What a held turn's step records, in one statement (call it under the turn row's lock): the
+   * blocks at their positions (as `BlockRepository.appendBlocks`), the usage row (as
+   * `UsageRepository.add`), `contextTokens`, and the status (as `updateStatus`). Returns the
+   * stored blocks; a position held by another block throws DalError `block_conflict`.
+   */
+  async recordCall(orgId: string, turnId: string, record: CallRecord): Promise<Block[]> {
+    if (!isUuid(turnId)) return [];
+    const { messageId, blocks, usage, status } = record;
+    for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
+    const [row] = await queryPrepared<{ blocks: (BlockRow & { seq: number })[] | null }>(
+      this.em,
+      `WITH block AS (
+         INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+         SELECT b.id, m.org_id, m.conversation_id, m.turn_id, t.n, m.id, b.seq, b.kind, b.payload
+         FROM messages m JOIN turns t ON t.id = m.turn_id,
+           jsonb_to_recordset($4::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
+         WHERE m.org_id = $1 AND m.id = $3 AND t.id = $2
+         ON CONFLICT (turn_id, seq) DO NOTHING
+         RETURNING ${BLOCK_COLUMNS}),
+       usage AS (
+         INSERT INTO usage_rows (org_id, turn_id, kind, model, input_tokens, output_tokens, cached_tokens, cost, call_key)
+         SELECT t.org_id, t.id, $6, $7, $8, $9, $10, $11, $12 FROM turns t
+         WHERE t.org_id = $1 AND t.id = $2 AND $5::boolean
+         ON CONFLICT (turn_id, call_key) DO NOTHING),
+       turn AS (
+         UPDATE turns SET status = COALESCE($13::text, status), updated_at = now(),
+           error = CASE WHEN $13::text IS NULL THEN error ELSE $14::text END,
+           context_tokens = COALESCE($8::integer, context_tokens),
+           lease_owner = CASE WHEN COALESCE($13::text, status) = 'running' THEN lease_owner END,
+           lease_expires_at = CASE WHEN COALESCE($13::text, status) = 'running' THEN lease_expires_at END
+         WHERE org_id = $1 AND id = $2 AND ($13::text IS NULL OR status = ANY($15::text[])))
+       SELECT (SELECT json_agg(block ORDER BY block.seq) FROM block) AS blocks`,
+      [
+        orgId,
+        turnId,
+        messageId !== null && isUuid(messageId) ? messageId : null,
+        blockRecords(blocks),
+        usage !== undefined,
+        usage?.kind ?? null,
+        usage?.model ?? null,
+        usage?.inputTokens ?? null,
+        usage?.outputTokens ?? null,
+        usage?.cachedTokens ?? null,
+        usage?.cost ?? null,
+        usage?.callKey ?? null,
+        status?.to ?? null,
+        status?.error ?? null,
+        status?.from ?? [],
+      ],
+    );
+    const stored = row?.blocks ?? [];
+    if (stored.length === blocks.length) return stored.map(toBlock);
+    // A position was taken: what is stored there decides (the same blocks, or a conflict).
+    return new BlockRepository(this.em).appendBlocks(orgId, messageId ?? '', blocks);
+  }
+
   /** Each call on the turn's own model overwrites this with its input tokens. */
   async setContextTokens(orgId: string, turnId: string, contextTokens: number): Promise<void> {
     if (!isUuid(turnId)) return;
@@ -244,25 +340,33 @@ export class TurnRepository {
     turnId: string,
     owner: string,
     leaseMs: number,
-    opts: { kind?: TurnKind } = {},
+    opts: { kind?: TurnKind; callMessage?: boolean } = {},
   ): Promise<ClaimedTurn | null> {
     if (!isUuid(turnId)) return null;
     // The locked read keeps the status the turn had, which RETURNING alone cannot tell.
-    const rows = await queryPrepared<Turn & { from: TurnStatus }>(
+    const rows = await queryPrepared<Turn & { from: TurnStatus; callMessageId: string | null }>(
       this.em,
       `WITH prev AS (
-         SELECT id AS prev_id, status AS prev_status FROM turns
-         WHERE org_id = $1 AND id = $2 AND ($5::text IS NULL OR kind = $5) FOR UPDATE)
-       UPDATE turns SET status = 'running', attempt = attempt + 1, lease_owner = $3,
-         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-       FROM prev WHERE id = prev_id AND (prev_status = 'queued' OR (prev_status = 'running'
-         AND (lease_owner = $3 OR lease_expires_at IS NULL OR lease_expires_at < now())))
-       RETURNING prev_status AS "from", ${TURN_COLUMNS}`,
-      [orgId, turnId, owner, leaseMs, opts.kind ?? null],
+         SELECT id AS prev_id, status AS prev_status, org_id AS prev_org_id,
+           conversation_id AS prev_conversation_id, cancel_requested_at IS NOT NULL AS prev_cancelled
+         FROM turns WHERE org_id = $1 AND id = $2 AND ($5::text IS NULL OR kind = $5) FOR UPDATE),
+       claimed AS (
+         UPDATE turns SET status = 'running', attempt = attempt + 1, lease_owner = $3,
+           lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+         FROM prev WHERE id = prev_id AND (prev_status = 'queued' OR (prev_status = 'running'
+           AND (lease_owner = $3 OR lease_expires_at IS NULL OR lease_expires_at < now())))
+         RETURNING prev_status AS "from", ${TURN_COLUMNS}),
+       held AS (
+         SELECT prev_id AS id, prev_org_id AS org_id, prev_conversation_id AS conversation_id,
+           prev_cancelled AS cancelled
+         FROM prev WHERE $6::uuid IS NOT NULL AND prev_status = 'queued' AND EXISTS (SELECT 1 FROM claimed)),
+       ${callMessageCtes('$6')}
+       SELECT claimed.*, (SELECT ${CALL_MESSAGE_ID} FROM held) AS "callMessageId" FROM claimed`,
+      [orgId, turnId, owner, leaseMs, opts.kind ?? null, opts.callMessage ? randomUUID() : null],
     );
     if (!rows.length) return null;
-    const { from, ...turn } = rows[0];
-    return { turn, from };
+    const { from, callMessageId, ...turn } = rows[0];
+    return { turn, from, ...(opts.callMessage && { callMessageId }) };
   }
 
   /**
@@ -294,17 +398,8 @@ export class TurnRepository {
       `WITH held AS (
          SELECT id, org_id, conversation_id, cancel_requested_at IS NOT NULL AS cancelled FROM turns
          WHERE org_id = $1 AND id = $2 AND status = 'running' AND lease_owner = $3 FOR UPDATE),
-       last AS (
-         SELECT m.id, m.seq, m.role FROM messages m JOIN held ON m.turn_id = held.id
-         WHERE m.org_id = $1 ORDER BY m.seq DESC LIMIT 1),
-       created AS (
-         INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role)
-         SELECT $4, held.org_id, held.conversation_id, held.id, COALESCE((SELECT seq FROM last), 0) + 1, 'assistant'
-         FROM held WHERE NOT held.cancelled AND NOT EXISTS (SELECT 1 FROM last WHERE role = 'assistant')
-         ON CONFLICT (turn_id, seq) DO NOTHING RETURNING id)
-       SELECT held.cancelled AS "cancelRequested",
-         COALESCE((SELECT id FROM created), (SELECT id FROM last WHERE role = 'assistant')) AS "messageId"
-       FROM held`,
+       ${callMessageCtes('$4')}
+       SELECT held.cancelled AS "cancelRequested", ${CALL_MESSAGE_ID} FROM held`,
       [orgId, turnId, owner, randomUUID()],
     );
     return row ?? null;

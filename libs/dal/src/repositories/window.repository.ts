@@ -8,7 +8,8 @@ import { MESSAGE_BLOCK_COLUMNS, messagesOf } from './block.repository';
 export interface WindowOptions {
   /**
    * How many settled turns after the summary to return, newest kept (pass the configured
-   * TURNS_REPLAYED; the default is the built-in one). Infinity: all of them, for the compaction.
+   * TURNS_REPLAYED; the default is the built-in one). Infinity: all of them (the turns index is
+   * then read back to the conversation's first turn; the compaction reads pages instead).
    */
   turnsReplayed?: number;
   /** The current turn: only turns (and summaries) numbered before it are past. */
@@ -18,13 +19,13 @@ export interface WindowOptions {
 const NO_LIMIT = 2_147_483_647;
 
 /**
- * What memory reads of a conversation (SPEC 4) in at most three indexed queries, whatever the
- * conversation's length:
+ * What memory reads of a conversation (SPEC 4) in one statement of three indexed reads, whatever
+ * the conversation's length:
  * 1. the newest compaction block before the current turn (first entry of the partial index
  *    `blocks_compaction_idx`);
  * 2. the last `turnsReplayed` settled turns (`kind = 'turn'`, completed / failed / cut_off) from
  *    the summary's turn on and before the current turn (`turns_replayable_idx`, read backwards);
- * 3. those turns' messages by `turn_id = ANY(...)` (the `(turn_id, seq)` key) with their blocks.
+ * 3. those turns' messages by `turn_id` (the `(turn_id, seq)` key) with their blocks.
  *
  * A manual compaction turn is kind `compaction`, so it is never among the turns. An AUTO summary
  * sits inside a normal turn: that turn's answer came after the summary was written, so the turn is
@@ -43,34 +44,40 @@ export class WindowRepository {
     const before = opts.beforeTurnN ?? NO_LIMIT;
     const limit = Math.min(opts.turnsReplayed ?? DEFAULT_LIMITS.TURNS_REPLAYED, NO_LIMIT);
 
-    const [compaction]: (BlockRow & { turnN: number })[] = await this.em.query(
-      `SELECT id, seq, kind, payload, turn_n AS "turnN" FROM blocks
-       WHERE conversation_id = $2 AND kind = 'compaction' AND turn_n < $3 AND org_id = $1
-       ORDER BY turn_n DESC, seq DESC LIMIT 1`,
-      [orgId, conversationId, before],
+    // One statement, its parts as JSON. The turns are the newest `limit` before the current one,
+    // then those from the summary's turn on: the same turns as asking for the newest `limit` from
+    // the summary's turn on, read with the index backwards whatever the planner guesses of the
+    // summary's turn.
+    const [row]: {
+      summary: (BlockRow & { turnN: number }) | null;
+      turns: { id: string; n: number; kind: TurnKind; status: TurnStatus }[] | null;
+      rows: Parameters<typeof messagesOf>[0] | null;
+    }[] = await this.em.query(
+      `WITH summary AS (
+         SELECT id, seq, kind, payload, turn_n AS "turnN" FROM blocks
+         WHERE conversation_id = $2 AND kind = 'compaction' AND turn_n < $3 AND org_id = $1
+         ORDER BY turn_n DESC, seq DESC LIMIT 1),
+       newest AS (
+         SELECT id, n, kind, status FROM turns
+         WHERE conversation_id = $2 AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
+           AND n < $3 AND org_id = $1
+         ORDER BY n DESC LIMIT $4),
+       past AS (SELECT * FROM newest WHERE n >= COALESCE((SELECT "turnN" FROM summary), 1))
+       SELECT (SELECT row_to_json(summary) FROM summary) AS summary,
+         (SELECT json_agg(past ORDER BY past.n) FROM past) AS turns,
+         (SELECT json_agg(r ORDER BY r."turnId", r.seq, r."blockSeq") FROM (
+            SELECT ${MESSAGE_BLOCK_COLUMNS}
+            FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
+            WHERE m.turn_id IN (SELECT id FROM past) AND m.org_id = $1) r) AS rows`,
+      [orgId, conversationId, before, limit],
     );
-    const summary = compaction
-      ? { turnN: compaction.turnN, block: toBlock(compaction) as CompactionBlock }
+    const summary = row.summary
+      ? { turnN: row.summary.turnN, block: toBlock(row.summary) as CompactionBlock }
       : null;
-
-    const turns: { id: string; n: number; kind: TurnKind; status: TurnStatus }[] = await this.em.query(
-      `SELECT id, n, kind, status FROM turns
-       WHERE conversation_id = $2 AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
-         AND n >= $3 AND n < $4 AND org_id = $1
-       ORDER BY n DESC LIMIT $5`,
-      [orgId, conversationId, summary?.turnN ?? 1, before, limit],
-    );
-    if (!turns.length) return { summary, turns: [] };
-    turns.reverse();
-
-    const rows = await this.em.query(
-      `SELECT ${MESSAGE_BLOCK_COLUMNS}
-       FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
-       WHERE m.turn_id = ANY($2::uuid[]) AND m.org_id = $1 ORDER BY m.turn_id, m.seq, b.seq`,
-      [orgId, turns.map((t) => t.id)],
-    );
+    const turns = row.turns;
+    if (!turns) return { summary, turns: [] };
     const byTurn = new Map(turns.map((t) => [t.id, [] as Message[]]));
-    for (const message of messagesOf(rows)) byTurn.get(message.turnId)?.push(message);
+    for (const message of messagesOf(row.rows ?? [])) byTurn.get(message.turnId)?.push(message);
     return { summary, turns: turns.map((turn) => ({ turn, messages: byTurn.get(turn.id) ?? [] })) };
   }
 }
