@@ -22,6 +22,20 @@ export type StoredBlockRow = BlockRow & { turnId: string; messageId: string };
  * Messages aliased `m` LEFT JOINed to their blocks `b`: one row per block (or per empty message),
  * ordered by message then block, for `messagesOf`.
  */
+/**
+ * The INSERT of blocks (`blockRecords`, a jsonb parameter) at their positions in a message, placed
+ * by the caller's parameter numbers; a position already held is left out of what it returns.
+ */
+export function insertBlocksSql(p: { org: string; message: string; records: string; turn?: string }): string {
+  return `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+    SELECT b.id, m.org_id, m.conversation_id, m.turn_id, t.n, m.id, b.seq, b.kind, b.payload
+    FROM messages m JOIN turns t ON t.id = m.turn_id,
+      jsonb_to_recordset(${p.records}::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
+    WHERE m.org_id = ${p.org} AND m.id = ${p.message}${p.turn ? ` AND t.id = ${p.turn}` : ''}
+    ON CONFLICT (turn_id, seq) DO NOTHING
+    RETURNING ${BLOCK_COLUMNS}`;
+}
+
 export const MESSAGE_BLOCK_COLUMNS = `m.id, m.turn_id AS "turnId", m.seq, m.role,
   m.attachment_ids AS "attachmentIds", b.id AS "blockId", b.seq AS "blockSeq", b.kind, b.payload`;
 
@@ -125,13 +139,7 @@ export class BlockRepository {
       blocks.length && isUuid(messageId)
         ? await queryPrepared<StoredBlockRow>(
             this.em,
-            `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-             SELECT b.id, m.org_id, m.conversation_id, m.turn_id, t.n, m.id, b.seq, b.kind, b.payload
-             FROM messages m JOIN turns t ON t.id = m.turn_id,
-               jsonb_to_recordset($3::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
-             WHERE m.org_id = $1 AND m.id = $2
-             ON CONFLICT (turn_id, seq) DO NOTHING
-             RETURNING ${BLOCK_COLUMNS}`,
+            insertBlocksSql({ org: '$1', message: '$2', records: '$3' }),
             [orgId, messageId, blockRecords(blocks)],
           )
         : [];

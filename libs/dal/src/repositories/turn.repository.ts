@@ -5,7 +5,8 @@ import { type Db, isPgError, isUuid, managerOf, queryPrepared } from '../db.util
 import { DalError } from '../errors';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
 import type { UsageRow } from '../records.types';
-import { BLOCK_COLUMNS, BlockRepository, blockRecords } from './block.repository';
+import { BlockRepository, blockRecords, insertBlocksSql } from './block.repository';
+import { insertUsageSql } from './usage.repository';
 
 export interface NewTurn {
   conversationId: string;
@@ -265,8 +266,8 @@ export class TurnRepository {
 
   /**
    * What a held turn's step records, in one statement (call it under the turn row's lock): the
-   * blocks at their positions (as `BlockRepository.appendBlocks`), the usage row (as
-   * `UsageRepository.add`), `contextTokens`, and the status (as `updateStatus`). Returns the
+   * blocks at their positions and the usage row (the inserts `appendBlocks` and `UsageRepository.add`
+   * make), `contextTokens`, and the status (as `updateStatus`). Returns the
    * stored blocks; a position held by another block throws DalError `block_conflict`.
    */
   async recordCall(orgId: string, turnId: string, record: CallRecord): Promise<Block[]> {
@@ -275,19 +276,8 @@ export class TurnRepository {
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
     const [row] = await queryPrepared<{ blocks: (BlockRow & { seq: number })[] | null }>(
       this.em,
-      `WITH block AS (
-         INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-         SELECT b.id, m.org_id, m.conversation_id, m.turn_id, t.n, m.id, b.seq, b.kind, b.payload
-         FROM messages m JOIN turns t ON t.id = m.turn_id,
-           jsonb_to_recordset($4::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
-         WHERE m.org_id = $1 AND m.id = $3 AND t.id = $2
-         ON CONFLICT (turn_id, seq) DO NOTHING
-         RETURNING ${BLOCK_COLUMNS}),
-       usage AS (
-         INSERT INTO usage_rows (org_id, turn_id, kind, model, input_tokens, output_tokens, cached_tokens, cost, call_key)
-         SELECT t.org_id, t.id, $6, $7, $8, $9, $10, $11, $12 FROM turns t
-         WHERE t.org_id = $1 AND t.id = $2 AND $5::boolean
-         ON CONFLICT (turn_id, call_key) DO NOTHING),
+      `WITH block AS (${insertBlocksSql({ org: '$1', turn: '$2', message: '$3', records: '$4' })}),
+       usage AS (${insertUsageSql({ org: '$1', turn: '$2', first: 6, when: '$5::boolean' })}),
        turn AS (
          UPDATE turns SET status = COALESCE($13::text, status), updated_at = now(),
            error = CASE WHEN $13::text IS NULL THEN error ELSE $14::text END,

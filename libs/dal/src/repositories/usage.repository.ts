@@ -4,6 +4,18 @@ import { UsageRowEntity } from '../entities/usage-row.entity';
 import { toUsageRow } from '../mappers/records.mapper';
 import type { UsageRow } from '../records.types';
 
+/**
+ * The INSERT of one usage row of a turn, once per `call_key`; the row's values are the parameters
+ * `first` … `first + 6` (kind, model, input, output and cached tokens, cost, call key).
+ */
+export function insertUsageSql(p: { org: string; turn: string; first: number; when?: string }): string {
+  const v = Array.from({ length: 7 }, (_, i) => `$${p.first + i}`).join(', ');
+  return `INSERT INTO usage_rows (org_id, turn_id, kind, model, input_tokens, output_tokens, cached_tokens, cost, call_key)
+    SELECT t.org_id, t.id, ${v} FROM turns t
+    WHERE t.org_id = ${p.org} AND t.id = ${p.turn}${p.when ? ` AND ${p.when}` : ''}
+    ON CONFLICT (turn_id, call_key) DO NOTHING`;
+}
+
 export class UsageRepository {
   private readonly em: EntityManager;
 
@@ -19,9 +31,7 @@ export class UsageRepository {
     if (!isUuid(row.turnId)) return false;
     const inserted = await queryPrepared(
       this.em,
-      `INSERT INTO usage_rows (org_id, turn_id, kind, model, input_tokens, output_tokens, cached_tokens, cost, call_key)
-       SELECT t.org_id, t.id, $3, $4, $5, $6, $7, $8, $9 FROM turns t WHERE t.org_id = $1 AND t.id = $2
-       ON CONFLICT (turn_id, call_key) DO NOTHING RETURNING id`,
+      `${insertUsageSql({ org: '$1', turn: '$2', first: 3 })} RETURNING id`,
       [
         orgId,
         row.turnId,
