@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { rc4Security } from '@portal/testing';
 
 /** A tiny PDF writer for tests: real, valid files with text pages, pages without text, outlines, encryption. */
 
@@ -99,42 +99,4 @@ export function makePdf(spec: PdfSpec): Buffer {
 
 function escape(text: string): string {
   return text.replace(/[\\()]/g, (c) => `\\${c}`);
-}
-
-const PADDING = Buffer.from('28bf4e5e4e758a4164004e56fffa01082e2e00b6d0683e802f0ca9fe6453697a', 'hex');
-
-/**
- * The /O and /U entries of the standard security handler, revision 2 (PDF 1.7, algorithms 3.2–3.4),
- * with the user password `userPassword` and an owner password of its own. Only the entries are
- * real: the test files' strings and streams stay in the clear, which no reader gets to see, as
- * the ingest refuses every encrypted PDF.
- */
-function rc4Security(fileId: Buffer, userPassword: string): { o: Buffer; u: Buffer } {
-  const pad = (password: string) => Buffer.concat([Buffer.from(password, 'latin1'), PADDING]).subarray(0, 32);
-  const ownerKey = md5(pad('owner')).subarray(0, 5);
-  const o = rc4(ownerKey, pad(userPassword));
-  const p = Buffer.alloc(4);
-  p.writeInt32LE(-4);
-  const key = md5(Buffer.concat([pad(userPassword), o, p, fileId])).subarray(0, 5);
-  return { o, u: rc4(key, PADDING) };
-}
-
-function md5(data: Buffer): Buffer {
-  return createHash('md5').update(data).digest();
-}
-
-function rc4(key: Buffer, data: Buffer): Buffer {
-  const s = Array.from({ length: 256 }, (_, i) => i);
-  for (let i = 0, j = 0; i < 256; i++) {
-    j = (j + s[i] + key[i % key.length]) & 0xff;
-    [s[i], s[j]] = [s[j], s[i]];
-  }
-  const out = Buffer.alloc(data.length);
-  for (let n = 0, i = 0, j = 0; n < data.length; n++) {
-    i = (i + 1) & 0xff;
-    j = (j + s[i]) & 0xff;
-    [s[i], s[j]] = [s[j], s[i]];
-    out[n] = data[n] ^ s[(s[i] + s[j]) & 0xff];
-  }
-  return out;
 }

@@ -6,6 +6,7 @@ import {
   firstExtraObject,
   pdfStream,
   pdfString,
+  rc4Security,
   simplePdf,
   textContent,
   type PdfBody,
@@ -46,27 +47,7 @@ const pdf = (
   ...extra,
 });
 
-// --- Encryption (the standard security handler, enough for a reader to recognise it) -------------
-
-const PASSWORD_PAD = Buffer.from('28bf4e5e4e758a4164004e56fffa01082e2e00b6d0683e802f0ca9fe6453697a', 'hex');
-
-function rc4(key: Buffer, data: Buffer): Buffer {
-  const s = Array.from({ length: 256 }, (_, i) => i);
-  for (let i = 0, j = 0; i < 256; i++) {
-    j = (j + s[i] + key[i % key.length]) & 0xff;
-    [s[i], s[j]] = [s[j], s[i]];
-  }
-  const out = Buffer.alloc(data.length);
-  for (let n = 0, i = 0, j = 0; n < data.length; n++) {
-    i = (i + 1) & 0xff;
-    j = (j + s[i]) & 0xff;
-    [s[i], s[j]] = [s[j], s[i]];
-    out[n] = data[n] ^ s[(s[i] + s[j]) & 0xff];
-  }
-  return out;
-}
-
-const md5 = (...parts: Buffer[]) => createHash('md5').update(Buffer.concat(parts)).digest();
+// --- Encryption -------------------------------------------------------------------------------
 
 /**
  * RC4 40-bit (V1 R2) with an empty user password: a reader opens it without asking, which is why
@@ -74,12 +55,7 @@ const md5 = (...parts: Buffer[]) => createHash('md5').update(Buffer.concat(parts
  */
 function rc4EmptyPasswordPdf(): Buffer {
   const id = Buffer.from('0123456789abcdef0123456789abcdef', 'hex');
-  const owner = md5(Buffer.concat([Buffer.from('owner'), PASSWORD_PAD]).subarray(0, 32)).subarray(0, 5);
-  const o = rc4(owner, PASSWORD_PAD);
-  const p = Buffer.alloc(4);
-  p.writeInt32LE(-4);
-  const key = md5(PASSWORD_PAD, o, p, id).subarray(0, 5);
-  const u = rc4(key, PASSWORD_PAD);
+  const { o, u } = rc4Security(id, '');
   const pages = [['Secret page one.'], ['Secret page two.']];
   const encryptId = firstExtraObject(pages.length);
   return simplePdf(pages, {
