@@ -175,7 +175,6 @@ export class Composer {
   }
 
   private async send(): Promise<void> {
-    if (this.sending) return;
     const text = this.field.value;
     if (!text.trim()) {
       if (this.tray.count > 0) this.say('Write a few words to go with the attachments.');
@@ -201,6 +200,8 @@ export class Composer {
       this.say('Wait until the attachments have uploaded.');
       return;
     }
+    // Checked after the refusals above: a turn can open (over SSE) before its POST has answered.
+    if (this.sending) return;
     this.sending = true;
     this.sendButton.disabled = true;
     try {
@@ -210,8 +211,11 @@ export class Composer {
         ...(attachmentIds.length > 0 ? { attachmentIds } : {}),
         effort: this.effortSelect.value as Effort,
       });
-      this.field.value = '';
-      this.fit();
+      // What was typed while the message was on its way stays in the field.
+      if (this.field.value === text) {
+        this.field.value = '';
+        this.fit();
+      }
       this.tray.clear();
       this.say('');
     } catch (err) {

@@ -155,6 +155,41 @@ describe('the portal web client, composer', () => {
     await page.context().close();
   });
 
+  it('keeps what is typed while a message is on its way, and refuses it as /compact while the turn runs', async () => {
+    const page = await web.signedInPage();
+    await newConversation(page);
+    web.script({ text: 'A slow answer. '.repeat(20), chunkSize: 3, delayMs: 60 });
+    // The gateway's answer to the POST is held back: the turn opens over SSE before it arrives.
+    let answered!: () => void;
+    const held = new Promise<void>((resolve) => (answered = resolve));
+    await page.route('**/v1/conversations/*/messages', async (route) => {
+      if (route.request().method() !== 'POST') return route.continue();
+      const response = await route.fetch();
+      await held;
+      await route.fulfill({ response });
+    });
+    await send(page, 'Talk for a while');
+    await page.getByRole('button', { name: 'Cancel' }).waitFor();
+    const field = page.getByLabel('Message');
+    const sendButton = page.getByRole('button', { name: 'Send' });
+    await field.fill('/compact');
+    expect(await sendButton.isEnabled()).toBe(false);
+    answered();
+    expect(await until(() => sendButton.isEnabled(), Boolean)).toBe(true);
+    expect(await field.inputValue()).toBe('/compact');
+    await sendButton.click();
+    expect(
+      await until(
+        () => page.locator('.composer-notice').textContent(),
+        (t) => !!t,
+      ),
+    ).toMatch(/running.*\/compact/i);
+    expect(await field.inputValue()).toBe('/compact');
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Cancel' }).waitFor({ state: 'hidden' });
+    await page.context().close();
+  });
+
   it('works from the keyboard alone: sign in, new conversation, send', async () => {
     const context = await web.browser.newContext();
     const page = await context.newPage();
