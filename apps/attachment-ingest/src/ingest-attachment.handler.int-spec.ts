@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { crc32, deflateSync } from 'node:zlib';
 import { Logger } from '@nestjs/common';
@@ -12,8 +12,11 @@ import {
   AttachmentToolsService,
   ConversationRepository,
   OrgRepository,
+  PostgresBlobStore,
   UserRepository,
   detectAttachmentType,
+  type BlobStore,
+  type BlobVariant,
 } from '@portal/dal';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
@@ -53,6 +56,7 @@ const CATALOGUE = [
 let db: TestDatabase;
 let ds: DataSource;
 let attachments: AttachmentRepository;
+let blobs: BlobStore;
 let events: ConversationEvents;
 let conversationId: string;
 
@@ -60,12 +64,14 @@ function config(limits: Partial<AttachmentIngestConfig['limits']> = {}) {
   return { catalogue: CATALOGUE, limits: { ...readIngestLimits({}), textPageChars: 1000, ...limits } };
 }
 
-function handler(limits: Partial<AttachmentIngestConfig['limits']> = {}, repo = attachments) {
+function handler(limits: Partial<AttachmentIngestConfig['limits']> = {}, repo = attachments, store = blobs) {
   const cfg = config(limits);
   return new IngestAttachmentHandler(
     repo,
+    store,
     new PictureIngestService(
       repo,
+      store,
       new ConversationRepository(ds),
       new AgentRepository(ds),
       new ImageRepository(),
@@ -84,7 +90,10 @@ async function upload(
 ): Promise<string> {
   const type = detectAttachmentType(bytes);
   if (!type.ok) throw new Error(type.reason);
+  const id = randomUUID();
+  await blobs.put({ orgId: ORG, attachmentId: id, variant: 'original' }, bytes);
   const created = await attachments.create(ORG, {
+    id,
     userId: 'alice',
     conversationId: conversation,
     kind: type.kind,
@@ -92,10 +101,11 @@ async function upload(
     mimeType: type.mimeType,
     byteSize: bytes.length,
     sha256: 'x',
-    original: bytes,
   });
   return created!.id;
 }
+
+const blob = (attachmentId: string, variant: BlobVariant) => blobs.get({ orgId: ORG, attachmentId, variant });
 
 const job = () => ({ attemptsMade: 0, signal: new AbortController().signal });
 
@@ -120,6 +130,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   ds = db.dataSource;
   attachments = new AttachmentRepository(ds);
+  blobs = new PostgresBlobStore(ds);
   events = new ConversationEvents(redisUrl, prefix);
   await new OrgRepository(ds).upsert(ORG);
   await new UserRepository(ds).upsert(ORG, 'alice', 'member');
@@ -161,11 +172,11 @@ describe('pictures', () => {
       error: null,
       picture: { width: 300, height: 200, originalWidth: 300, originalHeight: 200 },
     });
-    const reduced = await sharp((await attachments.getBlob(ORG, manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
     expect(reduced).toMatchObject({ format: 'png', width: 300, height: 200 });
     expect(reduced.exif).toBeUndefined();
     expect(reduced.xmp).toBeUndefined();
-    expect(await attachments.getBlob(ORG, manifest.id, 'original')).toEqual(png);
+    expect(await blob(manifest.id, 'original')).toEqual(png);
   });
 
   it('applies EXIF orientation 6 (width and height swap) and strips the EXIF', async () => {
@@ -173,7 +184,7 @@ describe('pictures', () => {
     expect((await sharp(jpeg).metadata()).orientation).toBe(6);
     const manifest = await ingest(jpeg, 'photo.jpg');
     expect(manifest.picture).toEqual({ width: 100, height: 300, originalWidth: 100, originalHeight: 300 });
-    const reduced = await sharp((await attachments.getBlob(ORG, manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
     expect(reduced).toMatchObject({ format: 'jpeg', width: 100, height: 300 });
     expect(reduced.orientation).toBeUndefined();
     expect(reduced.exif).toBeUndefined();
@@ -186,7 +197,7 @@ describe('pictures', () => {
       status: 'finished',
       picture: { width: 64, height: 48 },
     });
-    const reduced = await sharp((await attachments.getBlob(ORG, manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
     expect(reduced.format).toBe('webp');
   });
 
@@ -203,7 +214,7 @@ describe('pictures', () => {
       status: 'finished',
       picture: { width: 40, height: 20 },
     });
-    const reduced = (await attachments.getBlob(ORG, manifest.id, 'reduced'))!;
+    const reduced = (await blob(manifest.id, 'reduced'))!;
     expect((await sharp(reduced).metadata()).pages ?? 1).toBe(1);
     const { data } = await sharp(reduced).raw().toBuffer({ resolveWithObject: true });
     expect([data[0], data[1], data[2]]).toEqual([255, 0, 0]);
@@ -213,9 +224,9 @@ describe('pictures', () => {
     const png = await solid(3000, 1500).png().toBuffer();
     const manifest = await ingest(png, 'large.png');
     expect(manifest.picture).toEqual({ width: 1000, height: 500, originalWidth: 3000, originalHeight: 1500 });
-    const reduced = await sharp((await attachments.getBlob(ORG, manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
     expect(reduced).toMatchObject({ width: 1000, height: 500 });
-    expect(await attachments.getBlob(ORG, manifest.id, 'original')).toEqual(png);
+    expect(await blob(manifest.id, 'original')).toEqual(png);
   });
 
   it('without a conversation, reduces to the largest limits of the catalogue', async () => {
@@ -230,7 +241,7 @@ describe('pictures', () => {
     expect(manifest.status).toBe('failed');
     expect(manifest.error).toBe('the picture is 60000×60000 pixels, more than the limit of 50000000 pixels');
     expect(manifest.picture).toBeNull();
-    expect(await attachments.getBlob(ORG, manifest.id, 'reduced')).toBeNull();
+    expect(await blob(manifest.id, 'reduced')).toBeNull();
   });
 
   it('fails a corrupt picture with the reason', async () => {
@@ -238,6 +249,19 @@ describe('pictures', () => {
     const manifest = await ingest(Buffer.concat([png.subarray(0, 40), Buffer.alloc(60, 7)]), 'broken.png');
     expect(manifest.status).toBe('failed');
     expect(manifest.error).toMatch(/^the picture cannot be decoded: /);
+  });
+
+  it('never says finished before the reduced copy is stored', async () => {
+    const id = await upload(await solid(30, 30).png().toBuffer(), 'unstored.png');
+    const full: BlobStore = Object.create(blobs);
+    full.put = async () => {
+      throw new Error('the volume is full');
+    };
+    await expect(
+      handler({}, attachments, full).handle({ orgId: ORG, attachmentId: id }, job()),
+    ).rejects.toThrow('the volume is full');
+    expect(await attachments.getManifest(ORG, id)).toMatchObject({ status: 'reading', picture: null });
+    expect(await blob(id, 'reduced')).toBeNull();
   });
 });
 

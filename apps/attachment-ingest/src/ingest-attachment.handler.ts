@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { QueueName, type JobData } from '@portal/contracts';
-import { AttachmentRepository, type ManifestPatch } from '@portal/dal';
+import { AttachmentRepository, BLOB_STORE, type BlobStore, type ManifestPatch } from '@portal/dal';
 import {
   addLogContext,
   JOB_OPTIONS,
@@ -28,6 +28,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
 
   constructor(
     @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
+    @Inject(BLOB_STORE) private readonly blobs: BlobStore,
     @Inject(PictureIngestService) private readonly pictures: PictureIngestService,
     @Inject(DocumentIngestService) private readonly documents: DocumentIngestService,
     @Inject(AttachmentEvents) private readonly events: AttachmentEvents,
@@ -43,7 +44,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     if (!found || found.manifest.status === 'finished' || found.manifest.status === 'failed') return;
     const { manifest: attachment, conversationId } = found;
     addLogContext({ conversationId: conversationId ?? undefined });
-    const original = this.attachments.getBlob(orgId, attachmentId, 'original');
+    const original = this.blobs.get({ orgId, attachmentId, variant: 'original' });
     original.catch(() => undefined); // awaited by the service that reads it
     const ctx: IngestContext = {
       orgId,

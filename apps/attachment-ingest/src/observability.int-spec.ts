@@ -1,9 +1,16 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import IORedis from 'ioredis';
 import { QueueName } from '@portal/contracts';
-import { AttachmentRepository, OrgRepository, UserRepository, detectAttachmentType } from '@portal/dal';
+import {
+  AttachmentRepository,
+  BLOB_STORE,
+  OrgRepository,
+  UserRepository,
+  detectAttachmentType,
+  type BlobStore,
+} from '@portal/dal';
 import { createLogger, NestPinoLogger, PortalMetrics, QueueService, WorkerHost } from '@portal/queue';
 import { captureLogs, createTestDatabase, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
@@ -44,7 +51,10 @@ afterAll(async () => {
 async function ingest(bytes: Buffer, filename: string): Promise<string> {
   const type = detectAttachmentType(bytes);
   if (!type.ok) throw new Error(type.reason);
-  const created = await attachments.create(ORG, {
+  const id = randomUUID();
+  await app.get<BlobStore>(BLOB_STORE).put({ orgId: ORG, attachmentId: id, variant: 'original' }, bytes);
+  await attachments.create(ORG, {
+    id,
     userId: 'alice',
     conversationId: null,
     kind: type.kind,
@@ -52,9 +62,7 @@ async function ingest(bytes: Buffer, filename: string): Promise<string> {
     mimeType: type.mimeType,
     byteSize: bytes.length,
     sha256: randomBytes(8).toString('hex'),
-    original: bytes,
   });
-  const id = created!.id;
   await app.get(QueueService).enqueue('ingest-attachment', { orgId: ORG, attachmentId: id });
   for (let i = 0; i < 200; i++) {
     const status = (await attachments.getManifest(ORG, id))?.status;

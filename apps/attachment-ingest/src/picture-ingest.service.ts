@@ -1,5 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AgentRepository, AttachmentRepository, ConversationRepository } from '@portal/dal';
+import {
+  AgentRepository,
+  AttachmentRepository,
+  BLOB_STORE,
+  ConversationRepository,
+  type BlobStore,
+} from '@portal/dal';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import type { IngestContext } from './ingest.types';
 import { ImageRepository } from './media/image.repository';
@@ -16,6 +22,7 @@ import { fitWithin, visionLimitsFor } from './picture-size.util';
 export class PictureIngestService {
   constructor(
     @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
+    @Inject(BLOB_STORE) private readonly blobs: BlobStore,
     @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
     @Inject(AgentRepository) private readonly agents: AgentRepository,
     @Inject(ImageRepository) private readonly images: ImageRepository,
@@ -35,8 +42,9 @@ export class PictureIngestService {
       fitWithin(probe.width, probe.height, limits),
       probe.format,
     );
-    // The reduced copy and `finished` land together, in one statement.
-    const manifest = await this.attachments.putBlobAndUpdate(orgId, attachment.id, 'reduced', reduced.data, {
+    // The reduced copy first: the manifest never says `finished` before it is there.
+    await this.blobs.put({ orgId, attachmentId: attachment.id, variant: 'reduced' }, reduced.data);
+    const manifest = await this.attachments.update(orgId, attachment.id, {
       status: 'finished',
       error: null,
       picture: {

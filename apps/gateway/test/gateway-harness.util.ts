@@ -7,7 +7,13 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { QueueName, type Env, type PortalEvent } from '@portal/contracts';
-import { AttachmentRepository, BlockRepository, TurnRepository } from '@portal/dal';
+import {
+  AttachmentRepository,
+  BLOB_STORE,
+  BlockRepository,
+  TurnRepository,
+  type BlobStore,
+} from '@portal/dal';
 import type { AttachmentKind, Block, TurnStatus } from '@portal/domain';
 import { queueKeyPrefix } from '@portal/queue';
 import { createTestDatabase, type TestDatabase } from '@portal/testing';
@@ -247,7 +253,13 @@ export async function attachment(
   opts: { orgId?: string; userId?: string; kind?: AttachmentKind; conversationId?: string | null } = {},
 ): Promise<string> {
   const kind = opts.kind ?? 'document';
-  const created = await new AttachmentRepository(gw.db.dataSource).create(opts.orgId ?? 'acme', {
+  const orgId = opts.orgId ?? 'acme';
+  const id = randomUUID();
+  await gw.app
+    .get<BlobStore>(BLOB_STORE)
+    .put({ orgId, attachmentId: id, variant: 'original' }, Buffer.from('abc'));
+  const created = await new AttachmentRepository(gw.db.dataSource).create(orgId, {
+    id,
     userId: opts.userId ?? 'alice',
     conversationId: opts.conversationId ?? null,
     kind,
@@ -255,7 +267,6 @@ export async function attachment(
     mimeType: kind === 'picture' ? 'image/png' : 'text/plain',
     byteSize: 3,
     sha256: randomUUID(),
-    original: Buffer.from('abc'),
   });
   return created!.id;
 }

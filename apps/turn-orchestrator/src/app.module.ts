@@ -1,5 +1,5 @@
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { CompactionClient, DalModule, PromptInputLoader } from '@portal/dal';
+import { BLOB_STORE, CompactionClient, DalModule, PromptInputLoader, type BlobStore } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
 import { ConversationEvents, QueueModule, QueueService } from '@portal/queue';
 import { DataSource } from 'typeorm';
@@ -47,8 +47,8 @@ export class AppModule implements OnApplicationShutdown {
         },
         {
           provide: PromptInputLoader,
-          useFactory: (dataSource: DataSource) => new PromptInputLoader(dataSource),
-          inject: [DataSource],
+          useFactory: (dataSource: DataSource, blobs: BlobStore) => new PromptInputLoader(dataSource, blobs),
+          inject: [DataSource, BLOB_STORE],
         },
         {
           provide: CompactionClient,

@@ -6,6 +6,7 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { BLOB_STORE, blobStoreFromEnv } from './attachments/blob-store';
 import { createDataSource } from './data-source';
 import { AgentRepository } from './repositories/agent.repository';
 import { AttachmentRepository } from './repositories/attachment.repository';
@@ -35,7 +36,10 @@ export const REPOSITORIES = [
   WindowRepository,
 ] as const;
 
-/** The initialised DataSource and every repository, for the apps' dependency injection. */
+/**
+ * The initialised DataSource, every repository and the BlobStore (`BLOB_STORE`, chosen by the
+ * environment variable of the same name), for the apps' dependency injection.
+ */
 @Module({})
 export class DalModule implements OnApplicationShutdown {
   constructor(@Inject(DataSource) private readonly dataSource: DataSource) {}
@@ -54,11 +58,16 @@ export class DalModule implements OnApplicationShutdown {
       useFactory: (ds: DataSource) => new Repository(ds),
       inject: [DataSource],
     }));
+    const blobStore: Provider = {
+      provide: BLOB_STORE,
+      useFactory: (ds: DataSource) => blobStoreFromEnv(process.env, ds),
+      inject: [DataSource],
+    };
     return {
       module: DalModule,
       global: true,
-      providers: [dataSource, ...repositories],
-      exports: [DataSource, ...REPOSITORIES],
+      providers: [dataSource, ...repositories, blobStore],
+      exports: [DataSource, ...REPOSITORIES, BLOB_STORE],
     };
   }
 }

@@ -76,7 +76,10 @@ describe('migrations', () => {
     } finally {
       await ds.destroy();
     }
-    expect(await runMigrations(db.url)).toEqual(['InitialSchema1767225600000']);
+    expect(await runMigrations(db.url)).toEqual([
+      'InitialSchema1767225600000',
+      'BlobsWithoutAttachmentFk1767312000000',
+    ]);
     expect(await tables()).toEqual(TABLES);
   });
 });

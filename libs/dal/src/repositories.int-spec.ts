@@ -526,6 +526,7 @@ describe('ToolResultRepository, UsageRepository, TraceRepository', () => {
 describe('AttachmentRepository', () => {
   const attachments = () => new AttachmentRepository(ds);
   const upload = (conversationId: string | null = null, userId = 'alice') => ({
+    id: randomUUID(),
     userId,
     conversationId,
     kind: 'document' as const,
@@ -533,10 +534,9 @@ describe('AttachmentRepository', () => {
     mimeType: 'application/pdf',
     byteSize: 5,
     sha256: 'a'.repeat(64),
-    original: Buffer.from('%PDF-'),
   });
 
-  it('creates a pending attachment with its bytes and reads its manifest', async () => {
+  it('creates a pending attachment and reads its manifest', async () => {
     const conversationId = await newConversation(ds, ACME);
     const manifest = (await attachments().create(ACME, upload(conversationId)))!;
     expect(manifest).toEqual({
@@ -553,7 +553,6 @@ describe('AttachmentRepository', () => {
       picture: null,
       error: null,
     });
-    expect(await attachments().getBlob(ACME, manifest.id)).toEqual(Buffer.from('%PDF-'));
     expect(await attachments().getScopes(ACME, [manifest.id])).toEqual([
       { id: manifest.id, userId: 'alice', conversationId },
     ]);
@@ -588,8 +587,6 @@ describe('AttachmentRepository', () => {
         snippet: expect.stringContaining('<b>revenue</b>'),
       },
     ]);
-    await attachments().putBlob(ACME, id, 'reduced', Buffer.from('small'));
-    expect(await attachments().getBlob(ACME, id, 'reduced')).toEqual(Buffer.from('small'));
   });
 
   it('reads and writes nothing across orgs', async () => {
@@ -600,13 +597,10 @@ describe('AttachmentRepository', () => {
     expect(await attachments().getManifests(ACME, [id, 'junk'])).toHaveLength(1);
     expect(await attachments().getScopes(GLOBEX, [id])).toEqual([]);
     expect(await attachments().update(GLOBEX, id, { status: 'failed' })).toBeNull();
-    expect(await attachments().getBlob(GLOBEX, id)).toBeNull();
     expect(await attachments().getPage(GLOBEX, id, 1)).toBeNull();
     expect(await attachments().search(GLOBEX, [id], 'secret')).toEqual([]);
     await attachments().savePage(GLOBEX, id, 1, 'overwritten');
-    await attachments().putBlob(GLOBEX, id, 'original', Buffer.from('x'));
     expect(await attachments().getPage(ACME, id, 1)).toBe('secret plans');
-    expect(await attachments().getBlob(ACME, id)).toEqual(Buffer.from('%PDF-'));
     expect((await attachments().getManifest(ACME, id))?.status).toBe('pending');
   });
 });

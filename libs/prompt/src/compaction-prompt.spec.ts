@@ -324,8 +324,9 @@ describe('the prompt fits the context window less SUMMARY_OUTPUT_SHARE', () => {
   });
 
   it('keeps the newest turns whole, leaves the oldest out with a note, and keeps every request', () => {
-    const prompt = buildCompactionPrompt(long());
-    fits(prompt, 16_000);
+    // A window whose requests share holds all 301 requests as the section lists them.
+    const prompt = buildCompactionPrompt(long({ contextWindow: 18_000 }));
+    fits(prompt, 18_000);
     const shown = shownTurns(prompt);
     const first = shown[0];
     expect(first).toBeGreaterThan(10);

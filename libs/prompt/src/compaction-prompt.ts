@@ -215,8 +215,10 @@ export function quoteRequests(
   let left = Math.floor(limits.SUMMARY_REQUESTS_SHARE * contextWindow);
   let shortening = false;
   const out: QuotedRequest[] = [];
+  // Each request is measured as its entry in the prompt, which is what the section is made of.
+  const cost = (r: (typeof requests)[number], quoted: string) => counter.count(requestEntry(r.turnN, quoted));
   for (const r of [...requests].reverse()) {
-    const whole = counter.count(r.text);
+    const whole = cost(r, r.text);
     if (!shortening && whole <= left) {
       left -= whole;
       out.push({ ...r, quoted: r.text, shortened: false });
@@ -225,8 +227,8 @@ export function quoteRequests(
     shortening = true;
     const start = cutChars(r.text, SHORTENED_REQUEST_CHARS).trim();
     const short = `${start} … ${requestRef(r)}`;
-    const quoted = counter.count(short) <= left ? short : requestRef(r);
-    const tokens = counter.count(quoted);
+    const quoted = cost(r, short) <= left ? short : requestRef(r);
+    const tokens = cost(r, quoted);
     if (tokens > left) break;
     left -= tokens;
     out.push({ ...r, quoted, shortened: true });
@@ -354,6 +356,11 @@ function renderStretch(s: Stretch, limits: Limits): string {
   return lines.join('\n');
 }
 
+/** A request as "Requests to keep" lists it. */
+function requestEntry(turnN: number, quoted: string): string {
+  return `Turn ${turnN}:\n${quoteBlock(quoted)}`;
+}
+
 function quoteBlock(text: string): string {
   return text
     .split('\n')
@@ -470,9 +477,9 @@ export function buildCompactionPrompt(input: CompactionPromptInput): CompactionP
           `Turns ${requestsLeftOut.from}–${requestsLeftOut.to}:\n${quoteBlock(leftOutRequests(requestsLeftOut))}`,
         ]
       : []),
-    ...requests.map((r) => `Turn ${r.turnN}:\n${quoteBlock(r.quoted)}`),
+    ...requests.map((r) => requestEntry(r.turnN, r.quoted)),
   ];
-  const messages = (conversation: string): ChatRequest['messages'] => [
+  const messages = (conversation: string, quotedText = quoted.join('\n\n')): ChatRequest['messages'] => [
     { role: 'system', content: instructionsText(described, input.guidance ?? null) },
     {
       role: 'user',
@@ -481,14 +488,17 @@ export function buildCompactionPrompt(input: CompactionPromptInput): CompactionP
         `## Conversation${earlier ? ' since the earlier summary' : ''}`,
         conversation,
         `## Requests to keep (${requests.length}, oldest first)`,
-        quoted.length > 0 ? quoted.join('\n\n') : '(none)',
+        quoted.length > 0 ? quotedText : '(none)',
         '## Language sample',
         sample.length > 0 ? sample.map(quoteBlock).join('\n\n') : '(none)',
       ].join('\n\n'),
     },
     { role: 'user', content: `Write the summary now, beginning with the line "${heading}".` },
   ];
-  const rest = projectTokens({ messages: messages(''), tools: [] }, { counter });
+  // The requests were measured entry by entry while they were chosen: their sum (one token for
+  // each separator), not an encoding of the whole section again.
+  const quotedTokens = quoted.reduce((sum, entry) => sum + counter.count(entry) + 1, 0);
+  const rest = projectTokens({ messages: messages('', ''), tools: [] }, { counter }) + quotedTokens;
   const conversation = fitConversation(
     h,
     summaryPromptBudget(input.contextWindow, limits) - rest,

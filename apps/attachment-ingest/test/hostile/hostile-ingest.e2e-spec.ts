@@ -185,7 +185,10 @@ describe('hostile files through the real ingest path', () => {
 
     // Stable reasons: every file that failed, uploaded again (read beside other files this time),
     // fails with the same words.
-    const failedOnce = results.filter((r) => r.status === 'failed');
+    // A time limit is left out: whether a slow file meets it depends on how busy the machine is.
+    const failedOnce = results.filter(
+      (r) => r.status === 'failed' && !r.error?.startsWith('reading the PDF took longer than'),
+    );
     const again = new Map<string, Result>();
     for (const first of failedOnce) {
       const { status, body } = await upload(first.file);

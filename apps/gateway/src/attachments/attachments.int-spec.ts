@@ -9,10 +9,13 @@ import { QueueName } from '@portal/contracts';
 import {
   AgentRepository,
   AttachmentRepository,
+  BLOB_STORE,
   ConversationRepository,
   DalModule,
   OrgRepository,
   UserRepository,
+  type BlobKey,
+  type BlobStore,
 } from '@portal/dal';
 import { QueueModule, QueueService } from '@portal/queue';
 import { createTestDatabase, type TestDatabase } from '@portal/testing';
@@ -133,7 +136,8 @@ describe('POST /v1/attachments', () => {
   });
 
   it('stores the upload pending, decides its kind from the bytes and enqueues its ingest', async () => {
-    const res = await post(ALICE, form({ bytes: await png(), name: 'report.pdf', type: 'application/pdf' }));
+    const bytes = await png();
+    const res = await post(ALICE, form({ bytes, name: 'report.pdf', type: 'application/pdf' }));
     expect(res).toEqual({
       status: 201,
       body: {
@@ -150,6 +154,8 @@ describe('POST /v1/attachments', () => {
       .getJob(`ingest-attachment:${res.body.id}:upload`);
     expect(job?.name).toBe('ingest-attachment');
     expect(job?.data).toEqual({ orgId: 'acme', attachmentId: res.body.id });
+    const blobs = app.get<BlobStore>(BLOB_STORE);
+    expect(await blobs.get({ orgId: 'acme', attachmentId: res.body.id, variant: 'original' })).toEqual(bytes);
   });
 
   it('takes the conversation from the field before or after the file', async () => {
@@ -166,10 +172,22 @@ describe('POST /v1/attachments', () => {
     }
   });
 
-  it("answers 404 for another user's, a missing or a malformed conversation", async () => {
-    for (const conversationId of [bobConversation, randomUUID(), 'nope']) {
-      const res = await post(ALICE, form({ bytes: Buffer.from('text'), name: 'a.txt' }, { conversationId }));
-      expect(res).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+  it("answers 404 for another user's, a missing or a malformed conversation, and keeps no bytes", async () => {
+    const blobs = app.get<BlobStore>(BLOB_STORE);
+    const put = jest.spyOn(blobs, 'put');
+    try {
+      for (const conversationId of [bobConversation, randomUUID(), 'nope']) {
+        const res = await post(
+          ALICE,
+          form({ bytes: Buffer.from('text'), name: 'a.txt' }, { conversationId }),
+        );
+        expect(res).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+      }
+      const keys = put.mock.calls.map(([key]: [BlobKey, Buffer]) => key);
+      expect(keys).toHaveLength(3);
+      for (const key of keys) expect(await blobs.get(key)).toBeNull();
+    } finally {
+      put.mockRestore();
     }
   });
 

@@ -1,8 +1,14 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { AttachmentRepository, detectAttachmentType } from '@portal/dal';
+import {
+  AttachmentRepository,
+  BLOB_STORE,
+  detectAttachmentType,
+  type BlobKey,
+  type BlobStore,
+} from '@portal/dal';
 import { DomainError, type AttachmentManifest } from '@portal/domain';
 import { QueueService } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
@@ -22,6 +28,7 @@ interface Upload {
 export class AttachmentsService {
   constructor(
     @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
+    @Inject(BLOB_STORE) private readonly blobs: BlobStore,
     @Inject(QueueService) private readonly queues: QueueService,
     @Inject(ATTACHMENTS_CONFIG) private readonly config: AttachmentsConfig,
   ) {}
@@ -42,16 +49,24 @@ export class AttachmentsService {
     const type = detectAttachmentType(upload.bytes);
     if (!type.ok) throw new DomainError('unsupported_type', type.reason);
 
-    const created = await this.attachments.create(caller.orgId, {
-      userId: caller.userId,
-      conversationId,
-      kind: type.kind,
-      filename: upload.filename,
-      mimeType: type.mimeType,
-      byteSize: upload.bytes.length,
-      sha256: upload.sha256,
-      original: upload.bytes,
-    });
+    // The bytes first, then the row: a crash between the two leaves an orphan blob nobody can see.
+    const original: BlobKey = { orgId: caller.orgId, attachmentId: randomUUID(), variant: 'original' };
+    await this.blobs.put(original, upload.bytes);
+    let created: AttachmentManifest | null = null;
+    try {
+      created = await this.attachments.create(caller.orgId, {
+        id: original.attachmentId,
+        userId: caller.userId,
+        conversationId,
+        kind: type.kind,
+        filename: upload.filename,
+        mimeType: type.mimeType,
+        byteSize: upload.bytes.length,
+        sha256: upload.sha256,
+      });
+    } finally {
+      if (!created) await this.blobs.delete(original).catch(() => undefined);
+    }
     if (!created) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
     await this.queues.enqueue(
       'ingest-attachment',

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { PromptInputLoader } from '@portal/dal';
+import { BLOB_STORE, PromptInputLoader, type BlobStore } from '@portal/dal';
 import { assemblePrompt, type LayerName } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
@@ -28,8 +28,9 @@ export class PromptPreviewService {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(OwnershipService) private readonly owned: OwnershipService,
     @Inject(DataSource) dataSource: DataSource,
+    @Inject(BLOB_STORE) blobs: BlobStore,
   ) {
-    this.loader = new PromptInputLoader(dataSource);
+    this.loader = new PromptInputLoader(dataSource, blobs);
   }
 
   async preview(caller: Principal, conversationId: string): Promise<PromptPreview> {

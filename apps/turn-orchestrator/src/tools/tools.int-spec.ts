@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AttachmentRepository, type AgentTool } from '@portal/dal';
@@ -223,6 +224,7 @@ describe('attachment tools', () => {
     const { turnId, conversationId } = await h.openTurn();
     const attachments = new AttachmentRepository(h.db.dataSource);
     const doc = await attachments.create(ORG, {
+      id: randomUUID(),
       userId: 'alice',
       conversationId,
       kind: 'document',
@@ -230,7 +232,6 @@ describe('attachment tools', () => {
       mimeType: 'text/plain',
       byteSize: 40,
       sha256: 'x',
-      original: Buffer.from('x'),
     });
     await attachments.savePage(ORG, doc!.id, 1, 'Q3 revenue was 4.2 million.');
     await attachments.update(ORG, doc!.id, { status: 'finished', pageCount: 1, pagesRead: 1, chars: 27 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { DataSource } from 'typeorm';
 import type { AttachmentKind } from '@portal/domain';
@@ -28,6 +29,7 @@ async function attachment(
 ): Promise<string> {
   const orgId = opts.orgId ?? ACME;
   const created = await repo.create(orgId, {
+    id: randomUUID(),
     userId: 'alice',
     conversationId: target?.conversationId ?? null,
     kind: opts.kind ?? 'document',
@@ -35,7 +37,6 @@ async function attachment(
     mimeType: opts.kind === 'picture' ? 'image/png' : 'text/plain',
     byteSize: 1,
     sha256: 'x',
-    original: Buffer.from('x'),
   });
   for (const [i, text] of pages.entries()) await repo.savePage(orgId, created!.id, i + 1, text);
   await repo.update(orgId, created!.id, {

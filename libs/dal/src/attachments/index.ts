@@ -1,2 +1,3 @@
 export * from './attachment-type.util';
 export * from './attachment-tools.service';
+export * from './blob-store';

@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { BlobVariant } from '../records.types';
 
-/** Bytes live in Postgres so every pod sees them. */
+/** PostgresBlobStore's table (the default BlobStore): bytes in Postgres, so every pod sees them. */
 @Entity('attachment_blobs')
 export class AttachmentBlobEntity {
   @PrimaryColumn({ name: 'attachment_id', type: 'uuid' })

@@ -1,4 +1,5 @@
 import { InitialSchema1767225600000 } from './1767225600000-initial-schema';
+import { BlobsWithoutAttachmentFk1767312000000 } from './1767312000000-blobs-without-attachment-fk';
 
 /** Every migration, oldest first. Hand-written; the schema is never synchronised from entities. */
-export const MIGRATIONS = [InitialSchema1767225600000];
+export const MIGRATIONS = [InitialSchema1767225600000, BlobsWithoutAttachmentFk1767312000000];

@@ -1,10 +1,12 @@
-import { writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DomainError, type TextBlock } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { assemblePrompt, resolveLimits } from '@portal/prompt';
 import type { DataSource } from 'typeorm';
+import { FileBlobStore } from '../attachments/blob-store';
 import { createDataSource } from '../data-source';
 import { AgentRepository } from '../repositories/agent.repository';
 import { AttachmentRepository } from '../repositories/attachment.repository';
@@ -53,12 +55,15 @@ const skill = (slug: string, over: Partial<SkillInput> = {}): SkillInput => ({
 let db: ScratchDatabase;
 let ds: DataSource;
 let loader: PromptInputLoader;
+/** Not the default store: the loader reads pictures from the store it is given. */
+const blobDir = mkdtempSync(join(tmpdir(), 'portal-blobs-'));
+const blobs = new FileBlobStore(blobDir);
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
   db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
-  loader = new PromptInputLoader(ds);
+  loader = new PromptInputLoader(ds, blobs);
   await seedOrg(ds, ORG);
   const skills = new SkillRepository(ds);
   for (const s of [
@@ -92,6 +97,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await db.drop();
+  rmSync(blobDir, { recursive: true, force: true });
 });
 
 async function attachment(
@@ -101,6 +107,7 @@ async function attachment(
 ) {
   const repo = new AttachmentRepository(ds);
   const created = await repo.create(ORG, {
+    id: randomUUID(),
     userId: 'alice',
     conversationId,
     kind,
@@ -108,7 +115,6 @@ async function attachment(
     mimeType: kind === 'document' ? 'text/markdown' : 'image/png',
     byteSize: 10,
     sha256: 'x',
-    original: Buffer.from('x'),
   });
   await repo.update(ORG, created!.id, { status: 'finished', ...over });
   return created!.id;
@@ -131,7 +137,7 @@ async function conversationWithAttachments() {
   const picture = await attachment(conversationId, 'picture', {
     picture: { width: 10, height: 10, originalWidth: 10, originalHeight: 10 },
   });
-  await attachments.putBlob(ORG, picture, 'reduced', PNG);
+  await blobs.put({ orgId: ORG, attachmentId: picture, variant: 'reduced' }, PNG);
 
   const turns = new TurnRepository(ds);
   const first = await turns.createWithUserMessage(ORG, {
@@ -264,7 +270,7 @@ describe('PromptInputLoader.load', () => {
           text: 'now',
         });
         log.queries = [];
-        const input = await new PromptInputLoader(logged).load(ORG, open!.turn, options());
+        const input = await new PromptInputLoader(logged, blobs).load(ORG, open!.turn, options());
         expect(input.assemble.window.turns).toHaveLength(Math.min(past, limits.TURNS_REPLAYED));
         // Sorted: the loader sends some in parallel.
         statements.push(log.queries.map((q) => q.sql).sort());

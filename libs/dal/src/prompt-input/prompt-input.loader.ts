@@ -13,6 +13,7 @@ import {
   type AttachmentForPrompt,
   type Limits,
 } from '@portal/prompt';
+import type { BlobStore } from '../attachments/blob-store';
 import type { Db } from '../db.util';
 import type { Agent, Conversation, Skill } from '../records.types';
 import { AttachmentRepository } from '../repositories/attachment.repository';
@@ -56,7 +57,11 @@ export class PromptInputLoader {
   private readonly windows: WindowRepository;
   private readonly attachments: AttachmentRepository;
 
-  constructor(db: Db) {
+  /** `blobs` holds the reduced pictures a vision model reads. */
+  constructor(
+    db: Db,
+    private readonly blobs: BlobStore,
+  ) {
     this.conversations = new ConversationRepository(db);
     this.skills = new SkillRepository(db);
     this.blocks = new BlockRepository(db);
@@ -193,7 +198,9 @@ export class PromptInputLoader {
         orgId,
         inlinable.map((a) => a.id),
       ),
-      Promise.all(pictureIds.map((id) => this.attachments.getBlob(orgId, id, 'reduced'))),
+      Promise.all(
+        pictureIds.map((attachmentId) => this.blobs.get({ orgId, attachmentId, variant: 'reduced' })),
+      ),
     ]);
     const out: Record<string, AttachmentForPrompt> = {};
     for (const [id, manifest] of manifests) {

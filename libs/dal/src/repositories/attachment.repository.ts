@@ -1,13 +1,13 @@
 import type { AttachmentKind, AttachmentManifest } from '@portal/domain';
 import { type EntityManager, In } from 'typeorm';
-import { readByteaByCopy } from '../attachments/bytea-copy.util';
 import { type Db, isUuid, managerOf } from '../db.util';
 import { AttachmentPageEntity } from '../entities/attachment-page.entity';
 import { AttachmentEntity } from '../entities/attachment.entity';
 import { toAttachmentManifest } from '../mappers/attachment.mapper';
-import type { BlobVariant } from '../records.types';
 
 export interface NewAttachment {
+  /** Chosen by the caller (a random uuid), so the original can be stored under it first. */
+  id: string;
   userId: string;
   conversationId?: string | null;
   kind: AttachmentKind;
@@ -15,8 +15,6 @@ export interface NewAttachment {
   mimeType: string;
   byteSize: number;
   sha256: string;
-  /** The uploaded bytes, stored with the row. */
-  original: Buffer;
 }
 
 export type ManifestPatch = Partial<
@@ -88,25 +86,20 @@ export class AttachmentRepository {
   }
 
   /**
-   * A `pending` attachment with its original bytes, in one statement (one round trip, atomic):
-   * the bytes go as one binary parameter. Null when the conversation is not the user's.
+   * A `pending` attachment under the caller's id; its original is already in the BlobStore.
+   * Null when the conversation is not the user's.
    */
   async create(orgId: string, input: NewAttachment): Promise<AttachmentManifest | null> {
     const conversationId = input.conversationId ?? null;
     if (conversationId !== null && !isUuid(conversationId)) return null;
     const rows: AttachmentManifest[] = await this.em.query(
-      `WITH created AS (
-         INSERT INTO attachments (org_id, user_id, conversation_id, kind, filename, mime_type, status, byte_size, sha256)
-         SELECT $1, $2, $3, $4, $5, $6, 'pending', $7, $8
-         WHERE $3::uuid IS NULL
-           OR EXISTS (SELECT 1 FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2 AND c.id = $3)
-         RETURNING *
-       ), blob AS (
-         INSERT INTO attachment_blobs (attachment_id, variant, org_id, data)
-         SELECT id, 'original', org_id, $9 FROM created
-       )
-       SELECT ${MANIFEST_COLUMNS} FROM created`,
+      `INSERT INTO attachments (id, org_id, user_id, conversation_id, kind, filename, mime_type, status, byte_size, sha256)
+       SELECT $1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9
+       WHERE $4::uuid IS NULL
+         OR EXISTS (SELECT 1 FROM conversations c WHERE c.org_id = $2 AND c.user_id = $3 AND c.id = $4)
+       RETURNING ${MANIFEST_COLUMNS}`,
       [
+        input.id,
         orgId,
         input.userId,
         conversationId,
@@ -115,7 +108,6 @@ export class AttachmentRepository {
         input.mimeType,
         input.byteSize,
         input.sha256,
-        input.original,
       ],
     );
     return rows[0] ?? null;
@@ -179,54 +171,6 @@ export class AttachmentRepository {
       [orgId, attachmentId, ...params],
     );
     return rows[0] ?? null;
-  }
-
-  /**
-   * Stores (or replaces) a blob and applies the patch in one statement, so the two land together:
-   * a picture is `finished` exactly when its reduced copy is there.
-   */
-  async putBlobAndUpdate(
-    orgId: string,
-    attachmentId: string,
-    variant: BlobVariant,
-    data: Buffer,
-    patch: ManifestPatch,
-  ): Promise<AttachmentManifest | null> {
-    if (!isUuid(attachmentId)) return null;
-    const { set, params } = patchSet(patch, 5);
-    const [rows]: [AttachmentManifest[], number] = await this.em.query(
-      `WITH blob AS (
-         INSERT INTO attachment_blobs (attachment_id, variant, org_id, data)
-         SELECT a.id, $3, a.org_id, $4 FROM attachments a WHERE a.org_id = $1 AND a.id = $2
-         ON CONFLICT (attachment_id, variant) DO UPDATE SET data = EXCLUDED.data
-       )
-       UPDATE attachments SET ${set} WHERE org_id = $1 AND id = $2 RETURNING ${MANIFEST_COLUMNS}`,
-      [orgId, attachmentId, variant, data, ...params],
-    );
-    return rows[0] ?? null;
-  }
-
-  async putBlob(orgId: string, attachmentId: string, variant: BlobVariant, data: Buffer): Promise<void> {
-    await this.em.query(
-      `INSERT INTO attachment_blobs (attachment_id, variant, org_id, data)
-       SELECT a.id, $3, a.org_id, $4 FROM attachments a WHERE a.org_id = $1 AND a.id = $2
-       ON CONFLICT (attachment_id, variant) DO UPDATE SET data = EXCLUDED.data`,
-      [orgId, isUuid(attachmentId) ? attachmentId : null, variant, data],
-    );
-  }
-
-  async getBlob(
-    orgId: string,
-    attachmentId: string,
-    variant: BlobVariant = 'original',
-  ): Promise<Buffer | null> {
-    if (!isUuid(attachmentId)) return null;
-    return readByteaByCopy(
-      this.em,
-      (literal) =>
-        `SELECT data FROM attachment_blobs
-         WHERE org_id = ${literal(orgId)} AND attachment_id = ${literal(attachmentId)} AND variant = ${literal(variant)}`,
-    );
   }
 
   /** Stores (or replaces) the text of one page, numbered from 1; the search index follows. */
