@@ -33,6 +33,7 @@ import {
 import {
   buildCompactionPrompt,
   finishSummary,
+  requestsShare,
   summaryRequests,
   TokenCounter,
   type CompactionPrompt,
@@ -54,15 +55,20 @@ export interface CompactionServiceDeps {
 type Summary = Omit<CompactionBlock, 'id' | 'seq'>;
 type JobInput = JobData<'compact'>;
 
+/** Turns in the first page of whole turns read backwards (see readBackwards for the next ones). */
+const FIRST_TURNS_PAGE = 64;
+/** The fewest turns a next page asks for. */
+const MIN_PAGE = 64;
 /**
- * Turns in the first page of a backward read (each next page holds twice the last): the person's
- * messages are small, whole turns are not.
+ * What a request's entry in the summary prompt takes, in tokens, before any was read: the first
+ * page of the person's messages is the requests share over it, so one read fills it most often.
  */
-const FIRST_PAGE = { people: 1024, turns: 64 };
+const REQUEST_TOKENS_GUESS = 16;
 
 /**
  * Reads turns backwards from `beforeTurnN` in pages, oldest first, and returns `use` of what was
- * read once a page comes back short or `full` holds for it.
+ * read once a page comes back short or `full` holds for it. Each next page holds twice the last,
+ * or fewer when `nextPage` estimates fewer will do.
  */
 async function readBackwards<R>(
   beforeTurnN: number,
@@ -70,14 +76,25 @@ async function readBackwards<R>(
   read: (beforeTurnN: number, limit: number) => Promise<TurnTranscript[]>,
   use: (turns: TurnTranscript[]) => R,
   full: (result: R) => boolean,
+  nextPage: (result: R, turnsRead: number) => number = () => Infinity,
 ): Promise<R> {
   let turns: TurnTranscript[] = [];
-  for (let limit = firstPage; ; limit *= 2) {
+  for (let limit = firstPage; ;) {
     const page = await read(turns[0]?.turn.n ?? beforeTurnN, limit);
     turns = [...page, ...turns];
     const result = use(turns);
     if (page.length < limit || full(result)) return result;
+    limit = Math.max(MIN_PAGE, Math.min(limit * 2, nextPage(result, turns.length)));
   }
+}
+
+/**
+ * The turns a next page of requests needs to fill what is left of their share, from the tokens
+ * per turn so far, with a quarter more: a page too short costs one more read, not a wrong prompt.
+ */
+function requestsPage(asked: { tokens: number; shareLeft: number }, turnsRead: number): number {
+  const perTurn = Math.max(1, asked.tokens / turnsRead);
+  return Math.ceil((Math.max(0, asked.shareLeft) / perTurn) * 1.25);
 }
 
 /**
@@ -235,17 +252,18 @@ export class CompactionService {
     });
     const asked = await readBackwards(
       turn.n,
-      FIRST_PAGE.people,
+      Math.max(MIN_PAGE, Math.ceil(requestsShare(input.contextWindow, input.limits) / REQUEST_TOKENS_GUESS)),
       (beforeTurnN, limit) =>
         compactions.readPeople(orgId, conversationId, { after: summary, beforeTurnN, limit }),
       (read) => ({ read, ...summaryRequests({ ...input, window: { summary, turns: [] }, people: read }) }),
       ({ leftOut }) => leftOut !== null,
+      requestsPage,
     );
     // Turns before the newest one whose requests are left out change nothing.
     const people = asked.read.filter((t) => t.turn.n >= (asked.leftOut?.to ?? 0));
     return readBackwards(
       turn.n,
-      FIRST_PAGE.turns,
+      FIRST_TURNS_PAGE,
       // A page that reached the summary's turn is the last: before it, an older summary would answer.
       async (beforeTurnN, limit) =>
         beforeTurnN <= (summary?.turnN ?? 1)

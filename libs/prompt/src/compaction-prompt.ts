@@ -212,7 +212,16 @@ export function quoteRequests(
   limits: Limits,
   counter: TokenCounter = sharedTokenCounter,
 ): QuotedRequest[] {
-  let left = Math.floor(limits.SUMMARY_REQUESTS_SHARE * contextWindow);
+  return quote(requests, requestsShare(contextWindow, limits), counter).requests;
+}
+
+/** quoteRequests within `share` tokens, with the tokens of the share left. */
+function quote(
+  requests: ReadonlyArray<Pick<QuotedRequest, 'turnN' | 'messageId' | 'text'>>,
+  share: number,
+  counter: TokenCounter,
+): { requests: QuotedRequest[]; shareLeft: number } {
+  let left = share;
   let shortening = false;
   const out: QuotedRequest[] = [];
   // Each request is measured as its entry in the prompt, which is what the section is made of.
@@ -233,7 +242,12 @@ export function quoteRequests(
     left -= tokens;
     out.push({ ...r, quoted, shortened: true });
   }
-  return out.reverse();
+  return { requests: out.reverse(), shareLeft: left };
+}
+
+/** The tokens the requests section may take (SPEC 5.2). */
+export function requestsShare(contextWindow: number, limits: Limits): number {
+  return Math.floor(limits.SUMMARY_REQUESTS_SHARE * contextWindow);
 }
 
 /** What stands in the summary for the oldest requests, past the requests share even as references. */
@@ -245,22 +259,31 @@ function requestsOf(
   h: History,
   input: CompactionPromptInput,
   counter: TokenCounter,
-): { requests: QuotedRequest[]; leftOut: TurnRange | null } {
+): { requests: QuotedRequest[]; leftOut: TurnRange | null; shareLeft: number } {
   const asked = h.people.filter((r) => r.text !== '');
-  const requests = quoteRequests(asked, input.contextWindow, input.limits, counter);
+  const share = requestsShare(input.contextWindow, input.limits);
+  const { requests, shareLeft } = quote(asked, share, counter);
   const newestLeftOut = asked.at(-requests.length - 1);
-  return { requests, leftOut: newestLeftOut ? { from: h.firstTurnN, to: newestLeftOut.turnN } : null };
+  return {
+    requests,
+    leftOut: newestLeftOut ? { from: h.firstTurnN, to: newestLeftOut.turnN } : null,
+    shareLeft,
+  };
 }
 
 /**
- * The requests the summary of `input` keeps, and the turns of those left out: what the worker checks
- * while it reads the person's messages backwards, without building the whole prompt.
+ * The requests the summary of `input` keeps, the turns of those left out, and the tokens of the
+ * requests share they take and leave: what the worker checks while it reads the person's messages
+ * backwards, without building the whole prompt.
  */
 export function summaryRequests(input: CompactionPromptInput): {
   requests: QuotedRequest[];
   leftOut: TurnRange | null;
+  tokens: number;
+  shareLeft: number;
 } {
-  return requestsOf(history(input), input, input.counter ?? sharedTokenCounter);
+  const asked = requestsOf(history(input), input, input.counter ?? sharedTokenCounter);
+  return { ...asked, tokens: requestsShare(input.contextWindow, input.limits) - asked.shareLeft };
 }
 
 // --- The language sample -------------------------------------------------------------------------

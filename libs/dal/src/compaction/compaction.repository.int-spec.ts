@@ -207,7 +207,7 @@ describe('CompactionRepository.readPeople cost', () => {
         }
       }
     }
-    expect(statements[0]).toHaveLength(2);
+    expect(statements[0]).toHaveLength(1);
     expect(statements[1]).toEqual(statements[0]);
   });
 
