@@ -1,11 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { UsageRepository } from '@portal/dal';
 import type { Turn } from '@portal/domain';
 import {
   classifyModelError,
   findModel,
   ModelClientFactory,
-  priceUsage,
   type ModelEntry,
   type StreamResult,
 } from '@portal/model';
@@ -36,7 +34,6 @@ export class Reviewer {
     @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
     @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
     @Inject(RetryPolicy) private readonly retry: RetryPolicy,
-    @Inject(UsageRepository) private readonly usage: UsageRepository,
     @Inject(TurnStore) private readonly store: TurnStore,
     @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
   ) {}
@@ -103,16 +100,8 @@ export class Reviewer {
     callKey: string,
   ): Promise<void> {
     if (!result.usage) return;
-    const row = {
-      kind: 'review' as const,
-      model: model.id,
-      ...result.usage,
-      cost: priceUsage(model, result.usage),
-    };
     try {
-      if (await this.usage.add(orgId, { turnId: turn.id, ...row, callKey })) {
-        await this.store.publish(turn, { type: 'usage', turnId: turn.id, row });
-      }
+      await this.store.recordSideCall(orgId, turn, { kind: 'review', model, usage: result.usage, callKey });
     } catch (err) {
       this.logger.warn(`turn ${turn.id}: review usage not recorded (${(err as Error).message})`);
     }

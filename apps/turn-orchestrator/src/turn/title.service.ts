@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { BlockRepository, ConversationRepository, UsageRepository } from '@portal/dal';
+import { BlockRepository, ConversationRepository } from '@portal/dal';
 import type { Message, Turn } from '@portal/domain';
-import { findModel, ModelClientFactory, priceUsage, type StreamResult } from '@portal/model';
+import { findModel, ModelClientFactory, type StreamResult } from '@portal/model';
 import { cleanTitle, titlePrompt } from '@portal/prompt';
 import { observeModelCall, PortalMetrics } from '@portal/queue';
 import { CONFIG } from '../config.token';
@@ -22,7 +22,6 @@ export class TitleService {
     @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
     @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
     @Inject(BlockRepository) private readonly blocks: BlockRepository,
-    @Inject(UsageRepository) private readonly usage: UsageRepository,
     @Inject(TurnStore) private readonly store: TurnStore,
     @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
   ) {}
@@ -45,15 +44,12 @@ export class TitleService {
         if (event.type === 'done') result = event.result;
       }
       if (result?.usage) {
-        const row = {
-          kind: 'summary' as const,
-          model: model.id,
-          ...result.usage,
-          cost: priceUsage(model, result.usage),
-        };
-        if (await this.usage.add(orgId, { turnId: turn.id, ...row, callKey: 'title' })) {
-          await this.store.publish(turn, { type: 'usage', turnId: turn.id, row });
-        }
+        await this.store.recordSideCall(orgId, turn, {
+          kind: 'summary',
+          model,
+          usage: result.usage,
+          callKey: 'title',
+        });
       }
       const title = cleanTitle(result?.text ?? '');
       if (title) await this.conversations.setTitle(orgId, conversation.id, title);

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { PortalEvent } from '@portal/contracts';
-import { BlockRepository, TurnRepository, type UsageRow } from '@portal/dal';
+import { BlockRepository, TurnRepository, UsageRepository, type UsageRow } from '@portal/dal';
 import {
   appendBlock,
   assertAppend,
@@ -13,6 +13,7 @@ import {
   type TurnStatus,
   type TurnTranscript,
 } from '@portal/domain';
+import { priceUsage, type ModelEntry, type TokenUsage } from '@portal/model';
 import { ConversationEvents, PortalMetrics } from '@portal/queue';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { BlockDraft } from './turn-steps.util';
@@ -63,6 +64,28 @@ export class TurnStore {
 
   async publish(turn: Pick<Turn, 'conversationId'>, event: PortalEvent): Promise<void> {
     await this.events.publish(turn.conversationId, event);
+  }
+
+  /**
+   * The usage row of a call made beside the turn's own (the title's `summary`, a `review`), priced
+   * for its model, recorded once under `callKey` and then published. It never touches
+   * `contextTokens`.
+   */
+  async recordSideCall(
+    orgId: string,
+    turn: Pick<Turn, 'id' | 'conversationId'>,
+    call: { kind: 'summary' | 'review'; model: ModelEntry; usage: TokenUsage; callKey: string },
+  ): Promise<void> {
+    const row = {
+      kind: call.kind,
+      model: call.model.id,
+      ...call.usage,
+      cost: priceUsage(call.model, call.usage),
+    };
+    const usage = new UsageRepository(this.dataSource);
+    if (await usage.add(orgId, { turnId: turn.id, ...row, callKey: call.callKey })) {
+      await this.publish(turn, { type: 'usage', turnId: turn.id, row });
+    }
   }
 
   /**

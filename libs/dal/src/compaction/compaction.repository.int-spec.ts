@@ -5,7 +5,15 @@ import { createDataSource, createScratchDatabase, type ScratchDatabase } from '.
 import { BlockRepository } from '../repositories/block.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { WindowRepository } from '../repositories/window.repository';
-import { answer, newConversation, QueryLog, seedOrg, settledTurn } from '../testing/dal.fixtures';
+import {
+  answer,
+  bulkTurns,
+  newConversation,
+  planScans,
+  QueryLog,
+  seedOrg,
+  settledTurn,
+} from '../testing/dal.fixtures';
 import { CompactionRepository } from './compaction.repository';
 
 const ORG = 'acme';
@@ -110,54 +118,6 @@ describe('CompactionRepository.readPeople', () => {
   });
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
-/** The scan nodes of a statement's executed plan. */
-async function scans(sql: string, params: unknown[]) {
-  const [row] = await ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-  const out: { type: string; index?: string; rows: number }[] = [];
-  const walk = (node: PlanNode) => {
-    if (node['Relation Name'] || node['Index Name']) {
-      out.push({
-        type: node['Node Type'],
-        index: node['Index Name'],
-        rows: node['Actual Rows'] * node['Actual Loops'],
-      });
-    }
-    node.Plans?.forEach(walk);
-  };
-  walk(row['QUERY PLAN'][0].Plan);
-  return out;
-}
-
-/** Writes turns 1..length (each a user and an assistant text message) straight in SQL. */
-async function bulkTurns(orgId: string, conversationId: string, length: number): Promise<void> {
-  await ds.query(
-    `WITH t AS (
-       INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model)
-       SELECT $1, $2, g, 'turn', 'completed', 'low', 'm' FROM generate_series(1, $3::int) g
-       RETURNING id, n
-     ), m AS (
-       INSERT INTO messages (org_id, conversation_id, turn_id, seq, role)
-       SELECT $1, $2, t.id, s, CASE s WHEN 1 THEN 'user' ELSE 'assistant' END FROM t, generate_series(1, 2) s
-       RETURNING id, turn_id, seq
-     )
-     INSERT INTO blocks (org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-     SELECT $1, $2, t.id, t.n, m.id, m.seq, 'text',
-       jsonb_build_object('text', 'turn ' || t.n, 'narration', false, 'steering', false)
-     FROM m JOIN t ON t.id = m.turn_id`,
-    [orgId, conversationId, length],
-  );
-  await ds.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [conversationId, length]);
-}
-
 describe('CompactionRepository.readPeople cost', () => {
   const lengths = [1000, 5000];
   const conversations: string[] = [];
@@ -166,10 +126,10 @@ describe('CompactionRepository.readPeople cost', () => {
 
   beforeAll(async () => {
     // Another conversation makes the tables large enough that the planner's choices are real ones.
-    await bulkTurns(OTHER, await newConversation(ds, OTHER), 10_000);
+    await bulkTurns(ds, OTHER, await newConversation(ds, OTHER), { to: 10_000 });
     for (const length of lengths) {
       conversations.push(await newConversation(ds, ORG));
-      await bulkTurns(ORG, conversations.at(-1)!, length);
+      await bulkTurns(ds, ORG, conversations.at(-1)!, { to: length });
     }
     await ds.query('ANALYZE');
     log = new QueryLog();
@@ -198,7 +158,7 @@ describe('CompactionRepository.readPeople cost', () => {
       );
       statements.push(queries.map((q) => q.sql));
       for (const q of queries) {
-        const plan = await scans(q.sql, q.params);
+        const plan = await planScans(ds, q.sql, q.params);
         expect(plan.some((s) => s.index)).toBe(true);
         for (const scan of plan) {
           expect(scan.type).not.toBe('Seq Scan');
@@ -217,7 +177,7 @@ describe('CompactionRepository.readPeople cost', () => {
       true,
     );
     const [q] = log.queries;
-    for (const scan of await scans(q.sql, q.params)) {
+    for (const scan of await planScans(ds, q.sql, q.params)) {
       expect(scan.type).not.toBe('Seq Scan');
       expect(scan.rows).toBeLessThanOrEqual(2);
     }

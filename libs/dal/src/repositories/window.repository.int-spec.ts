@@ -1,7 +1,15 @@
 import type { Block, CompactionBlock, TextBlock, TurnTranscript } from '@portal/domain';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../data-source';
-import { answer, newConversation, QueryLog, seedOrg, settledTurn } from '../testing/dal.fixtures';
+import {
+  answer,
+  bulkTurns,
+  newConversation,
+  planScans,
+  QueryLog,
+  seedOrg,
+  settledTurn,
+} from '../testing/dal.fixtures';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { TurnRepository } from './turn.repository';
 import { WindowRepository } from './window.repository';
@@ -122,69 +130,17 @@ describe('WindowRepository.readWindow', () => {
   });
 });
 
-/** Writes turns from..to (each a user and an assistant text message) straight in SQL. */
-async function bulkTurns(orgId: string, conversationId: string, from: number, to: number): Promise<void> {
-  await ds.query(
-    `WITH t AS (
-       INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model)
-       SELECT $1, $2, g, 'turn', 'completed', 'low', 'm' FROM generate_series($3::int, $4::int) g
-       RETURNING id, n
-     ), m AS (
-       INSERT INTO messages (org_id, conversation_id, turn_id, seq, role)
-       SELECT $1, $2, t.id, s, CASE s WHEN 1 THEN 'user' ELSE 'assistant' END FROM t, generate_series(1, 2) s
-       RETURNING id, turn_id, seq
-     )
-     INSERT INTO blocks (org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-     SELECT $1, $2, t.id, t.n, m.id, m.seq, 'text',
-       jsonb_build_object('text', 'turn ' || t.n, 'narration', false, 'steering', false)
-     FROM m JOIN t ON t.id = m.turn_id`,
-    [orgId, conversationId, from, to],
-  );
-  await ds.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [conversationId, to]);
-}
-
 /** A conversation of `length` turns whose manual compaction sits 25 turns before the end. */
 async function conversationOf(length: number): Promise<string> {
   const id = await newConversation(ds, ORG);
-  await bulkTurns(ORG, id, 1, length - 26);
+  await bulkTurns(ds, ORG, id, { to: length - 26 });
   await settledTurn(ds, ORG, id, {
     text: '/compact',
     kind: 'compaction',
     blocks: [compaction(length - 26), answer('done')],
   });
-  await bulkTurns(ORG, id, length - 24, length);
+  await bulkTurns(ds, ORG, id, { from: length - 24, to: length });
   return id;
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
-/** The scan nodes of a statement's executed plan. */
-async function scans(
-  sql: string,
-  params: unknown[],
-): Promise<{ type: string; relation: string; index?: string; rows: number }[]> {
-  const [row] = await ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-  const out: { type: string; relation: string; index?: string; rows: number }[] = [];
-  const walk = (node: PlanNode) => {
-    if (node['Relation Name'] || node['Index Name']) {
-      out.push({
-        type: node['Node Type'],
-        relation: node['Relation Name'] ?? '',
-        index: node['Index Name'],
-        rows: node['Actual Rows'] * node['Actual Loops'],
-      });
-    }
-    node.Plans?.forEach(walk);
-  };
-  walk(row['QUERY PLAN'][0].Plan);
-  return out;
 }
 
 describe('WindowRepository.readWindow cost', () => {
@@ -196,9 +152,9 @@ describe('WindowRepository.readWindow cost', () => {
 
   beforeAll(async () => {
     // Other conversations make the tables large enough that the planner's choices are real ones.
-    await bulkTurns(OTHER, await newConversation(ds, OTHER), 1, 20_000);
+    await bulkTurns(ds, OTHER, await newConversation(ds, OTHER), { to: 20_000 });
     conversations.push(await conversationOf(30), await conversationOf(300), await newConversation(ds, ORG));
-    await bulkTurns(ORG, conversations[2], 1, 3000);
+    await bulkTurns(ds, ORG, conversations[2], { to: 3000 });
     await ds.query('ANALYZE');
     log = new QueryLog();
     logged = await createDataSource(db.url, { logger: log }).initialize();
@@ -235,7 +191,7 @@ describe('WindowRepository.readWindow cost', () => {
     for (const id of conversations) {
       const { queries } = await read(id);
       for (const q of queries) {
-        const plan = await scans(q.sql, q.params);
+        const plan = await planScans(ds, q.sql, q.params);
         expect(plan.some((s) => s.index)).toBe(true);
         for (const scan of plan) {
           expect(scan.type).not.toBe('Seq Scan');

@@ -81,3 +81,64 @@ export class QueryLog implements Logger {
   logMigration(): void {}
   log(): void {}
 }
+
+/**
+ * Writes turns from..to of a conversation straight in SQL, each a user and an assistant text
+ * message saying `turn <n>`: long conversations in one statement.
+ */
+export async function bulkTurns(
+  ds: DataSource,
+  orgId: string,
+  conversationId: string,
+  turns: { from?: number; to: number },
+): Promise<void> {
+  await ds.query(
+    `WITH t AS (
+       INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model)
+       SELECT $1, $2, g, 'turn', 'completed', 'low', 'm' FROM generate_series($3::int, $4::int) g
+       RETURNING id, n
+     ), m AS (
+       INSERT INTO messages (org_id, conversation_id, turn_id, seq, role)
+       SELECT $1, $2, t.id, s, CASE s WHEN 1 THEN 'user' ELSE 'assistant' END FROM t, generate_series(1, 2) s
+       RETURNING id, turn_id, seq
+     )
+     INSERT INTO blocks (org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+     SELECT $1, $2, t.id, t.n, m.id, m.seq, 'text',
+       jsonb_build_object('text', 'turn ' || t.n, 'narration', false, 'steering', false)
+     FROM m JOIN t ON t.id = m.turn_id`,
+    [orgId, conversationId, turns.from ?? 1, turns.to],
+  );
+  await ds.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [conversationId, turns.to]);
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
+
+/** The scan nodes of a statement's executed plan, with the rows each returned over all its loops. */
+export async function planScans(
+  ds: DataSource,
+  sql: string,
+  params: unknown[],
+): Promise<{ type: string; relation: string; index?: string; rows: number }[]> {
+  const [row] = await ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+  const out: { type: string; relation: string; index?: string; rows: number }[] = [];
+  const walk = (node: PlanNode) => {
+    if (node['Relation Name'] || node['Index Name']) {
+      out.push({
+        type: node['Node Type'],
+        relation: node['Relation Name'] ?? '',
+        index: node['Index Name'],
+        rows: node['Actual Rows'] * node['Actual Loops'],
+      });
+    }
+    node.Plans?.forEach(walk);
+  };
+  walk(row['QUERY PLAN'][0].Plan);
+  return out;
+}
