@@ -12,7 +12,7 @@ import { createDataSource, createScratchDatabase } from '../src/data-source';
 import { BlockRepository } from '../src/repositories/block.repository';
 import { ToolResultRepository } from '../src/repositories/tool-result.repository';
 import { WindowRepository } from '../src/repositories/window.repository';
-import { newConversation, QueryLog, seedOrg } from '../src/testing/dal.fixtures';
+import { newConversation, QueryLog, seedOrg, type PlanNode } from '../src/testing/dal.fixtures';
 
 /**
  * The prompt bench (`libs/prompt/bench/assemble.bench.ts`) with the memory window read from
@@ -243,17 +243,6 @@ function printSideBySide(rows: BenchRow[], calls: Map<number, number>): void {
       ]),
     );
   }
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
 }
 
 /** EXPLAIN ANALYZE of the statements one readWindow sends, with the parameters it sends them. */

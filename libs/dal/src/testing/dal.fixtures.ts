@@ -111,12 +111,15 @@ export async function bulkTurns(
   await ds.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [conversationId, turns.to]);
 }
 
-interface PlanNode {
+/** A node of `EXPLAIN (ANALYZE, FORMAT JSON)`, the fields read here and by the prompt bench. */
+export interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
   'Actual Rows': number;
   'Actual Loops': number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
   Plans?: PlanNode[];
 }
 
