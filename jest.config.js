@@ -21,6 +21,7 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
   moduleNameMapper: {
     '^@portal/domain/testing$': '<rootDir>/libs/domain/src/testing/index.ts',
+    '^@portal/dal/testing$': '<rootDir>/libs/dal/src/testing/index.ts',
     '^@portal/(.*)$': '<rootDir>/libs/$1/src/index.ts',
   },
   setupFiles: ['reflect-metadata'],

@@ -18,6 +18,7 @@ import {
   UserRepository,
   type NewBlock,
 } from '@portal/dal';
+import { bulkTurns } from '@portal/dal/testing';
 import { checkTurn, type CompactionBlock, type Turn, type TurnStatus } from '@portal/domain';
 import { priceUsage, type ModelEntry } from '@portal/model';
 import {
@@ -482,25 +483,12 @@ describe('a long conversation', () => {
   /** Turns 1..length, each the person's question and the answer, written straight in SQL. */
   async function longConversation(length: number): Promise<string> {
     const id = (await new ConversationRepository(db.dataSource).create(ORG, 'alice', 'brief'))!.id;
-    await db.dataSource.query(
-      `WITH t AS (
-         INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model)
-         SELECT $1, $2, g, 'turn', 'completed', 'low', $4 FROM generate_series(1, $3::int) g
-         RETURNING id, n
-       ), m AS (
-         INSERT INTO messages (org_id, conversation_id, turn_id, seq, role)
-         SELECT $1, $2, t.id, s, CASE s WHEN 1 THEN 'user' ELSE 'assistant' END FROM t, generate_series(1, 2) s
-         RETURNING id, turn_id, seq
-       )
-       INSERT INTO blocks (org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-       SELECT $1, $2, t.id, t.n, m.id, m.seq, 'text', jsonb_build_object(
-         'text', CASE m.seq WHEN 1 THEN format('Question %s: how did region %s do?', t.n, t.n % 7)
-                 ELSE format('Region %s grew %s%%.', t.n % 7, t.n % 13) END,
-         'narration', false, 'steering', false)
-       FROM m JOIN t ON t.id = m.turn_id`,
-      [ORG, id, length, SMALL.id],
-    );
-    await db.dataSource.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [id, length]);
+    await bulkTurns(db.dataSource, ORG, id, {
+      to: length,
+      model: SMALL.id,
+      person: `format('Question %s: how did region %s do?', t.n, t.n % 7)`,
+      answer: `format('Region %s grew %s%%.', t.n % 7, t.n % 13)`,
+    });
     return id;
   }
 

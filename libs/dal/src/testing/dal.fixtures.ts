@@ -84,18 +84,21 @@ export class QueryLog implements Logger {
 
 /**
  * Writes turns from..to of a conversation straight in SQL, each a user and an assistant text
- * message saying `turn <n>`: long conversations in one statement.
+ * message: long conversations in one statement. `person` and `answer` are SQL expressions of the
+ * turn number `t.n` (by default both say `turn <n>`).
  */
 export async function bulkTurns(
   ds: DataSource,
   orgId: string,
   conversationId: string,
-  turns: { from?: number; to: number },
+  turns: { from?: number; to: number; model?: string; person?: string; answer?: string },
 ): Promise<void> {
+  const person = turns.person ?? `'turn ' || t.n`;
+  const answer = turns.answer ?? `'turn ' || t.n`;
   await ds.query(
     `WITH t AS (
        INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model)
-       SELECT $1, $2, g, 'turn', 'completed', 'low', 'm' FROM generate_series($3::int, $4::int) g
+       SELECT $1, $2, g, 'turn', 'completed', 'low', $5 FROM generate_series($3::int, $4::int) g
        RETURNING id, n
      ), m AS (
        INSERT INTO messages (org_id, conversation_id, turn_id, seq, role)
@@ -103,10 +106,10 @@ export async function bulkTurns(
        RETURNING id, turn_id, seq
      )
      INSERT INTO blocks (org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-     SELECT $1, $2, t.id, t.n, m.id, m.seq, 'text',
-       jsonb_build_object('text', 'turn ' || t.n, 'narration', false, 'steering', false)
+     SELECT $1, $2, t.id, t.n, m.id, m.seq, 'text', jsonb_build_object(
+       'text', CASE m.seq WHEN 1 THEN ${person} ELSE ${answer} END, 'narration', false, 'steering', false)
      FROM m JOIN t ON t.id = m.turn_id`,
-    [orgId, conversationId, turns.from ?? 1, turns.to],
+    [orgId, conversationId, turns.from ?? 1, turns.to, turns.model ?? 'm'],
   );
   await ds.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [conversationId, turns.to]);
 }
