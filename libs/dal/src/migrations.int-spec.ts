@@ -79,6 +79,7 @@ describe('migrations', () => {
     expect(await runMigrations(db.url)).toEqual([
       'InitialSchema1767225600000',
       'BlobsWithoutAttachmentFk1767312000000',
+      'PersonTextIndexes1767398400000',
     ]);
     expect(await tables()).toEqual(TABLES);
   });

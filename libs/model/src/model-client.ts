@@ -86,6 +86,7 @@ export class ModelClientFactory {
     const onAbort = () => controller.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) controller.abort();
+    let ended = false;
     let timedOut: string | null = null;
     let timer: NodeJS.Timeout | undefined;
     const arm = (ms: number, what: string) => {
@@ -126,14 +127,16 @@ export class ModelClientFactory {
       if (stopped) throw stopped;
       const result = adapter.finish();
       if (!result.finishReason) throw new BrokenStreamError('The stream ended before the model finished');
+      ended = true;
       yield { type: 'done', result };
     } catch (err) {
       throw whyStopped() ?? err;
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
-      // A consumer that stops early leaves the request open otherwise.
-      controller.abort();
+      // A consumer that stops early leaves the request open otherwise. A finished stream needs no
+      // abort (each one builds a DOMException and wakes the fetch's listeners).
+      if (!ended) controller.abort();
     }
   }
 

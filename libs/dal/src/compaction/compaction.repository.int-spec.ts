@@ -162,9 +162,12 @@ describe('CompactionRepository.readPeople cost', () => {
         expect(plan.some((s) => s.index)).toBe(true);
         for (const scan of plan) {
           expect(scan.type).not.toBe('Seq Scan');
-          // The page's 32 turns, their 64 messages, their 32 text blocks of the person.
-          expect(scan.rows).toBeLessThanOrEqual(64);
+          // The page's 32 turns, their 32 messages of the person, and those messages' 32 texts.
+          expect(scan.rows).toBeLessThanOrEqual(32);
         }
+        // One probe each, through the indexes of the person's messages and of text blocks.
+        expect(plan.find((s) => s.relation === 'messages')?.index).toBe('messages_person_idx');
+        expect(plan.find((s) => s.relation === 'blocks')?.index).toBe('blocks_text_idx');
       }
     }
     expect(statements[0]).toHaveLength(1);

@@ -1,5 +1,10 @@
 import { InitialSchema1767225600000 } from './1767225600000-initial-schema';
 import { BlobsWithoutAttachmentFk1767312000000 } from './1767312000000-blobs-without-attachment-fk';
+import { PersonTextIndexes1767398400000 } from './1767398400000-person-text-indexes';
 
 /** Every migration, oldest first. Hand-written; the schema is never synchronised from entities. */
-export const MIGRATIONS = [InitialSchema1767225600000, BlobsWithoutAttachmentFk1767312000000];
+export const MIGRATIONS = [
+  InitialSchema1767225600000,
+  BlobsWithoutAttachmentFk1767312000000,
+  PersonTextIndexes1767398400000,
+];
