@@ -52,8 +52,8 @@ export class CompactionRepository {
    * `beforeTurnN` and after the summary `after` (in the summary's own turn, only what follows it),
    * as turns oldest first, each turn listed even with none: what the summary's requests are read
    * from, backwards, page by page. One statement, all through indexes: the turns by
-   * `turns_replayable_idx` backwards, their user messages by `(turn_id, seq)` and those messages'
-   * text blocks by `blocks_message_idx`.
+   * `turns_replayable_idx` backwards, then one probe for each turn's user messages
+   * (`messages_person_idx`) and one for those messages' text blocks (`blocks_text_idx`).
    */
   async readPeople(
     orgId: string,

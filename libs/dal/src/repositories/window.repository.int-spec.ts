@@ -1,6 +1,6 @@
 import type { Block, CompactionBlock, TextBlock, TurnTranscript } from '@portal/domain';
 import type { DataSource } from 'typeorm';
-import { createDataSource } from '../data-source';
+import { createDataSource, createScratchDatabase, type ScratchDatabase } from '../data-source';
 import {
   answer,
   bulkTurns,
@@ -10,7 +10,6 @@ import {
   seedOrg,
   settledTurn,
 } from '../testing/dal.fixtures';
-import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { TurnRepository } from './turn.repository';
 import { WindowRepository } from './window.repository';
 
