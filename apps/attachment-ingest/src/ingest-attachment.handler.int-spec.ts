@@ -21,7 +21,7 @@ import {
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent } from '@portal/contracts';
-import { ConversationEvents, PortalMetrics, QueueService, WorkerHost } from '@portal/queue';
+import { ConversationEvents, PortalMetrics, QueueService, UploadHandOff, WorkerHost } from '@portal/queue';
 import { createTestDatabase, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { AttachmentEvents } from './attachment-events';
@@ -58,6 +58,7 @@ let ds: DataSource;
 let attachments: AttachmentRepository;
 let blobs: BlobStore;
 let events: ConversationEvents;
+let handoff: UploadHandOff;
 let conversationId: string;
 
 function config(limits: Partial<AttachmentIngestConfig['limits']> = {}) {
@@ -69,29 +70,27 @@ function handler(limits: Partial<AttachmentIngestConfig['limits']> = {}, repo = 
   return new IngestAttachmentHandler(
     repo,
     store,
-    new PictureIngestService(
-      repo,
-      store,
-      new ConversationRepository(ds),
-      new AgentRepository(ds),
-      new ImageRepository(),
-      cfg,
-    ),
+    new PictureIngestService(repo, store, new ImageRepository(), cfg),
     new DocumentIngestService(repo, new PdfRepository(), cfg),
     new AttachmentEvents(events),
     new PortalMetrics(),
+    handoff,
   );
 }
 
+/** As the gateway stores an upload: into the blob store, or (`handedOff`) into the hand-off only. */
 async function upload(
   bytes: Buffer,
   filename: string,
   conversation: string | null = conversationId,
+  handedOff = false,
 ): Promise<string> {
   const type = detectAttachmentType(bytes);
   if (!type.ok) throw new Error(type.reason);
   const id = randomUUID();
-  await blobs.put({ orgId: ORG, attachmentId: id, variant: 'original' }, bytes);
+  const key = { orgId: ORG, attachmentId: id };
+  if (handedOff) expect(await handoff.put(key, bytes, 60_000)).toBe(true);
+  else await blobs.put({ ...key, variant: 'original' }, bytes);
   const created = await attachments.create(ORG, {
     id,
     userId: 'alice',
@@ -132,6 +131,7 @@ beforeAll(async () => {
   attachments = new AttachmentRepository(ds);
   blobs = new PostgresBlobStore(ds);
   events = new ConversationEvents(redisUrl, prefix);
+  handoff = new UploadHandOff(redisUrl, prefix);
   await new OrgRepository(ds).upsert(ORG);
   await new UserRepository(ds).upsert(ORG, 'alice', 'member');
   await new AgentRepository(ds).upsert(ORG, {
@@ -149,6 +149,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await events.close();
+  await handoff.onModuleDestroy();
   const redis = new IORedis(redisUrl);
   const keys = await redis.keys(`${prefix}:*`);
   if (keys.length) await redis.del(...keys);
@@ -490,6 +491,43 @@ describe('progress, events and idempotency', () => {
       status: 'failed',
       error: 'internal error: database went away',
     });
+  });
+});
+
+describe("the gateway's hand-off", () => {
+  it('is read while the blob store has no copy yet, and dropped once the attachment is finished', async () => {
+    const id = await upload(await solid(1600, 900).jpeg().toBuffer(), 'handed.jpg', conversationId, true);
+    expect(await blob(id, 'original')).toBeNull();
+    await handler().handle({ orgId: ORG, attachmentId: id }, job());
+    expect(await attachments.getManifest(ORG, id)).toMatchObject({
+      status: 'finished',
+      picture: { originalWidth: 1600, originalHeight: 900 },
+    });
+    expect(await blob(id, 'reduced')).not.toBeNull();
+    expect(await handoff.take({ orgId: ORG, attachmentId: id })).toBeNull();
+  });
+
+  it('is dropped when the file fails, and without it or a stored copy the attachment fails', async () => {
+    const id = await upload(Buffer.from('Hello'), 'gone.txt');
+    await handoff.put({ orgId: ORG, attachmentId: id }, Buffer.from([0xff, 0xfe, 0x00]), 60_000);
+    await handler().handle({ orgId: ORG, attachmentId: id }, job());
+    expect((await attachments.getManifest(ORG, id))!.status).toBe('failed');
+    expect(await handoff.take({ orgId: ORG, attachmentId: id })).toBeNull();
+
+    const missing = await upload(Buffer.from('Hello'), 'missing.txt', conversationId, true);
+    await handoff.drop({ orgId: ORG, attachmentId: missing });
+    await handler().handle({ orgId: ORG, attachmentId: missing }, job());
+    expect(await attachments.getManifest(ORG, missing)).toMatchObject({
+      status: 'failed',
+      error: 'the uploaded file is missing',
+    });
+  });
+
+  it("is scoped by org: another org's id finds nothing", async () => {
+    const id = randomUUID();
+    await handoff.put({ orgId: ORG, attachmentId: id }, Buffer.from('secret'), 60_000);
+    expect(await handoff.take({ orgId: 'other', attachmentId: id })).toBeNull();
+    expect(await handoff.take({ orgId: ORG, attachmentId: id })).toEqual(Buffer.from('secret'));
   });
 });
 

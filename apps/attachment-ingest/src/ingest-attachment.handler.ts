@@ -6,6 +6,7 @@ import {
   JOB_OPTIONS,
   JobHandler,
   PortalMetrics,
+  UploadHandOff,
   type JobContext,
   type JobHandlerOf,
 } from '@portal/queue';
@@ -33,6 +34,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     @Inject(DocumentIngestService) private readonly documents: DocumentIngestService,
     @Inject(AttachmentEvents) private readonly events: AttachmentEvents,
     @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
+    @Inject(UploadHandOff) private readonly handoff: UploadHandOff,
   ) {}
 
   async handle(
@@ -40,16 +42,20 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     context: Pick<JobContext, 'attemptsMade' | 'signal'>,
   ): Promise<void> {
     const { orgId, attachmentId } = data;
+    const key = { orgId, attachmentId, variant: 'original' } as const;
+    // Asked for with the row: the gateway's hand-off while it lasts (the blob store may not have
+    // the bytes yet), else the blob store.
+    const original = this.handoff.take(key).then((bytes) => bytes ?? this.blobs.get(key));
+    original.catch(() => undefined); // awaited by the service that reads it
     const found = await this.attachments.getForIngest(orgId, attachmentId);
     if (!found || found.manifest.status === 'finished' || found.manifest.status === 'failed') return;
-    const { manifest: attachment, conversationId } = found;
+    const { manifest: attachment, conversationId, model } = found;
     addLogContext({ conversationId: conversationId ?? undefined });
-    const original = this.blobs.get({ orgId, attachmentId, variant: 'original' });
-    original.catch(() => undefined); // awaited by the service that reads it
     const ctx: IngestContext = {
       orgId,
       attachment,
       conversationId,
+      model,
       signal: context.signal,
       original,
       report: async (patch: ManifestPatch, publish = true) => {
@@ -67,10 +73,12 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
       if (attachment.kind === 'picture') await this.pictures.read(ctx);
       else await this.documents.read(ctx);
       timer();
+      await this.handoff.drop(key);
     } catch (err) {
       if (err instanceof UnreadableFileError) {
         this.metrics.ingestFailures.inc(kind);
         await ctx.report({ status: 'failed', error: err.message });
+        await this.handoff.drop(key);
         return;
       }
       const attempts = JOB_OPTIONS[QueueName.Attachments].attempts ?? 1;
@@ -78,6 +86,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
         this.logger.error(`attachment ${attachmentId}: ${(err as Error).stack ?? String(err)}`);
         this.metrics.ingestFailures.inc(kind);
         await ctx.report({ status: 'failed', error: `internal error: ${(err as Error).message}` });
+        await this.handoff.drop(key);
       }
       throw err;
     }

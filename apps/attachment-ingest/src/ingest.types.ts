@@ -7,6 +7,8 @@ export interface IngestContext {
   attachment: AttachmentManifest;
   /** Where it was uploaded, if anywhere: whose model reduces a picture, where progress is published. */
   conversationId: string | null;
+  /** The model of that conversation's agent, which reads a picture (null without a conversation). */
+  model: string | null;
   /** Aborted when the worker shuts down: stop between pages and hand the job back. */
   signal?: AbortSignal;
   /** The uploaded bytes (null when they are missing), fetched while the status turns `reading`. */

@@ -1,11 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  AgentRepository,
-  AttachmentRepository,
-  BLOB_STORE,
-  ConversationRepository,
-  type BlobStore,
-} from '@portal/dal';
+import { AttachmentRepository, BLOB_STORE, type BlobStore } from '@portal/dal';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import type { IngestContext } from './ingest.types';
 import { ImageRepository } from './media/image.repository';
@@ -23,17 +17,15 @@ export class PictureIngestService {
   constructor(
     @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
-    @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
-    @Inject(AgentRepository) private readonly agents: AgentRepository,
     @Inject(ImageRepository) private readonly images: ImageRepository,
     @Inject(INGEST_CONFIG) private readonly config: Pick<AttachmentIngestConfig, 'catalogue' | 'limits'>,
   ) {}
 
   async read(ctx: IngestContext): Promise<void> {
     const { orgId, attachment } = ctx;
-    const [original, model] = await Promise.all([ctx.original, this.modelOf(orgId, ctx.conversationId)]);
+    const original = await ctx.original;
     if (!original) throw new UnreadableFileError('the uploaded file is missing');
-    const limits = visionLimitsFor(this.config.catalogue, model);
+    const limits = visionLimitsFor(this.config.catalogue, ctx.model);
     const pixels = { maxPixels: this.config.limits.maxPixels };
     const probe = await this.images.probe(original, pixels);
     const reduced = await this.images.render(
@@ -56,12 +48,5 @@ export class PictureIngestService {
     });
     if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
     await ctx.publish(manifest);
-  }
-
-  private async modelOf(orgId: string, conversationId: string | null): Promise<string | null> {
-    if (conversationId === null) return null;
-    const conversation = await this.conversations.get(orgId, conversationId);
-    const agent = conversation && (await this.agents.get(orgId, conversation.agentId));
-    return agent?.model ?? null;
   }
 }

@@ -4,5 +4,6 @@ export * from './queue.service';
 export * from './queue.module';
 export * from './health.server';
 export * from './conversation-events';
+export * from './upload-handoff';
 export * from './worker-boot';
 export * from './observability';

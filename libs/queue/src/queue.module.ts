@@ -4,6 +4,7 @@ import { JOB_QUEUE, type JobName, type QueueName } from '@portal/contracts';
 import { QueueService, type QueueConnectionOptions } from './queue.service';
 import { JobHandler, pickHandlers, type JobHandlerOf } from './job-handler.decorator';
 import { PortalMetrics } from './observability/portal-metrics.service';
+import { UploadHandOff } from './upload-handoff';
 
 /** Finds the `@JobHandler` providers of the queues a worker consumes and starts consuming. */
 @Injectable()
@@ -46,9 +47,10 @@ export class QueueModule {
           useFactory: (metrics: PortalMetrics) => new QueueService(options, metrics),
           inject: [PortalMetrics],
         },
+        { provide: UploadHandOff, useFactory: () => new UploadHandOff(options.redisUrl, options.prefix) },
         WorkerHost,
       ],
-      exports: [QueueService, WorkerHost, PortalMetrics],
+      exports: [QueueService, WorkerHost, PortalMetrics, UploadHandOff],
     };
   }
 }

@@ -14,10 +14,9 @@ import {
   DalModule,
   OrgRepository,
   UserRepository,
-  type BlobKey,
   type BlobStore,
 } from '@portal/dal';
-import { QueueModule, QueueService } from '@portal/queue';
+import { QueueModule, QueueService, UploadHandOff } from '@portal/queue';
 import { createTestDatabase, type TestDatabase } from '@portal/testing';
 import { ApiErrorFilter } from '../common/api-error.filter';
 import { AuthGuard } from '../common/auth.guard';
@@ -65,7 +64,7 @@ beforeAll(async () => {
     imports: [
       DalModule.forRoot(db.url, 2),
       QueueModule.forRoot({ redisUrl, prefix }),
-      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES }),
+      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs: 60_000 }),
     ],
     providers: [
       { provide: APP_GUARD, useClass: AuthGuard },
@@ -85,7 +84,7 @@ afterAll(async () => {
   await app.get(QueueService).close();
   await app.close();
   const redis = new IORedis(redisUrl);
-  const keys = await redis.keys(`{${prefix}:*`);
+  const keys = [...(await redis.keys(`{${prefix}:*`)), ...(await redis.keys(`${prefix}:*`))];
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
   await db.drop();
@@ -156,6 +155,10 @@ describe('POST /v1/attachments', () => {
     expect(job?.data).toEqual({ orgId: 'acme', attachmentId: res.body.id });
     const blobs = app.get<BlobStore>(BLOB_STORE);
     expect(await blobs.get({ orgId: 'acme', attachmentId: res.body.id, variant: 'original' })).toEqual(bytes);
+    // Handed off to the ingest worker too, under the org's key only.
+    const handoff = app.get(UploadHandOff);
+    expect(await handoff.take({ orgId: 'acme', attachmentId: res.body.id })).toEqual(bytes);
+    expect(await handoff.take({ orgId: 'globex', attachmentId: res.body.id })).toBeNull();
   });
 
   it('takes the conversation from the field before or after the file', async () => {
@@ -174,7 +177,9 @@ describe('POST /v1/attachments', () => {
 
   it("answers 404 for another user's, a missing or a malformed conversation, and keeps no bytes", async () => {
     const blobs = app.get<BlobStore>(BLOB_STORE);
-    const put = jest.spyOn(blobs, 'put');
+    const handoff = app.get(UploadHandOff);
+    const handedOff = jest.spyOn(handoff, 'put');
+    const stored = jest.spyOn(blobs, 'put');
     try {
       for (const conversationId of [bobConversation, randomUUID(), 'nope']) {
         const res = await post(
@@ -183,11 +188,16 @@ describe('POST /v1/attachments', () => {
         );
         expect(res).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
       }
-      const keys = put.mock.calls.map(([key]: [BlobKey, Buffer]) => key);
+      const keys = handedOff.mock.calls.map(([key]) => key);
       expect(keys).toHaveLength(3);
-      for (const key of keys) expect(await blobs.get(key)).toBeNull();
+      for (const key of keys) {
+        expect(await handoff.take(key)).toBeNull();
+        expect(await blobs.get({ ...key, variant: 'original' })).toBeNull();
+      }
+      expect(stored).not.toHaveBeenCalled();
     } finally {
-      put.mockRestore();
+      handedOff.mockRestore();
+      stored.mockRestore();
     }
   });
 

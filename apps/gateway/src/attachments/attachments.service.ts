@@ -10,7 +10,7 @@ import {
   type BlobStore,
 } from '@portal/dal';
 import { DomainError, type AttachmentManifest } from '@portal/domain';
-import { QueueService } from '@portal/queue';
+import { QueueService, UploadHandOff } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
 import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';
 
@@ -30,6 +30,7 @@ export class AttachmentsService {
     @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
     @Inject(QueueService) private readonly queues: QueueService,
+    @Inject(UploadHandOff) private readonly handoff: UploadHandOff,
     @Inject(ATTACHMENTS_CONFIG) private readonly config: AttachmentsConfig,
   ) {}
 
@@ -49,9 +50,8 @@ export class AttachmentsService {
     const type = detectAttachmentType(upload.bytes);
     if (!type.ok) throw new DomainError('unsupported_type', type.reason);
 
-    // The bytes first, then the row: a crash between the two leaves an orphan blob nobody can see.
     const original: BlobKey = { orgId: caller.orgId, attachmentId: randomUUID(), variant: 'original' };
-    await this.blobs.put(original, upload.bytes);
+    const handingOff = this.handoff.put(original, upload.bytes, this.config.handoffTtlMs);
     let created: AttachmentManifest | null = null;
     try {
       created = await this.attachments.create(caller.orgId, {
@@ -65,14 +65,22 @@ export class AttachmentsService {
         sha256: upload.sha256,
       });
     } finally {
-      if (!created) await this.blobs.delete(original).catch(() => undefined);
+      if (!created) await handingOff.then(() => this.handoff.drop(original));
     }
     if (!created) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
+    // The durable copy comes before the 201 either way. Handed off, it is written after the job
+    // is queued, while the worker already reads the hand-off; else before, so a worker never
+    // finds a row without its bytes.
+    const handedOff = await handingOff;
+    if (!handedOff) await this.blobs.put(original, upload.bytes);
     await this.queues.enqueue(
       'ingest-attachment',
       { orgId: caller.orgId, attachmentId: created.id },
       { jobId: `ingest-attachment:${created.id}:upload` },
     );
+    // A failure here answers 500, as any lost answer would; the worker may still read the file
+    // from the hand-off, and the caller, who never learnt its id, uploads it again.
+    if (handedOff) await this.blobs.put(original, upload.bytes);
     const { id, kind, filename, mimeType, status } = created;
     return { id, kind, filename, mimeType, status };
   }

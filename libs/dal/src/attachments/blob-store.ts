@@ -14,8 +14,9 @@ export interface BlobKey {
 }
 
 /**
- * Where attachment bytes live, apart from the rows that describe them: a blob is written before
- * its row, so a crash between the two leaves an orphan blob, never a row without its bytes.
+ * Where attachment bytes live, apart from the rows that describe them. The gateway writes an
+ * upload's bytes after its row, before the upload is answered 201 and, unless they were handed off
+ * to the ingest worker through Redis (UploadHandOff), before its ingest is queued.
  * A key of another org, or whose attachment id is not a uuid, reads as missing.
  */
 export interface BlobStore {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
+import { AgentRepository } from './agent.repository';
 import { AttachmentRepository, type NewAttachment } from './attachment.repository';
+import { ConversationRepository } from './conversation.repository';
 import { OrgRepository } from './org.repository';
 import { UserRepository } from './user.repository';
 
@@ -43,10 +45,35 @@ describe('AttachmentRepository', () => {
     await expect(repo.create(ACME, input)).rejects.toThrow();
   });
 
-  it('answers the manifest and where it was uploaded for the ingest, for its own org only', async () => {
+  it("answers the manifest, where it was uploaded and that agent's model for the ingest, for its own org only", async () => {
     const created = (await repo.create(ACME, upload()))!;
-    expect(await repo.getForIngest(ACME, created.id)).toEqual({ manifest: created, conversationId: null });
+    expect(await repo.getForIngest(ACME, created.id)).toEqual({
+      manifest: created,
+      conversationId: null,
+      model: null,
+    });
     expect(await repo.getForIngest(GLOBEX, created.id)).toBeNull();
+
+    await new AgentRepository(db.dataSource).upsert(ACME, {
+      id: 'seer',
+      name: 'Seer',
+      instructions: 'See.',
+      model: 'vision-model',
+      effort: 'low',
+      tools: [],
+      reviewer: null,
+      compactionGuidance: null,
+    });
+    const conversation = (await new ConversationRepository(db.dataSource).create(ACME, 'alice', 'seer'))!;
+    const inConversation = (await repo.create(ACME, {
+      ...upload('picture'),
+      conversationId: conversation.id,
+    }))!;
+    expect(await repo.getForIngest(ACME, inConversation.id)).toEqual({
+      manifest: inConversation,
+      conversationId: conversation.id,
+      model: 'vision-model',
+    });
   });
 
   it('writes a batch of pages with the progress in one statement, and the last batch removes stale pages', async () => {

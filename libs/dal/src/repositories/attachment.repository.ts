@@ -122,20 +122,26 @@ export class AttachmentRepository {
     return rows[0] ?? null;
   }
 
-  /** The manifest and where the attachment was uploaded, in one query: what the ingest starts from. */
+  /**
+   * The manifest, where the attachment was uploaded and the model of that conversation's agent (the
+   * model that will read a picture), in one query: what the ingest starts from.
+   */
   async getForIngest(
     orgId: string,
     attachmentId: string,
-  ): Promise<{ manifest: AttachmentManifest; conversationId: string | null } | null> {
+  ): Promise<{ manifest: AttachmentManifest; conversationId: string | null; model: string | null } | null> {
     if (!isUuid(attachmentId)) return null;
-    const rows: (AttachmentManifest & { conversationId: string | null })[] = await this.em.query(
-      `SELECT ${MANIFEST_COLUMNS}, conversation_id AS "conversationId" FROM attachments
-       WHERE org_id = $1 AND id = $2`,
-      [orgId, attachmentId],
-    );
+    const rows: (AttachmentManifest & { conversationId: string | null; model: string | null })[] =
+      await this.em.query(
+        `SELECT ${MANIFEST_COLUMNS}, conversation_id AS "conversationId",
+           (SELECT g.model FROM conversations c JOIN agents g ON g.org_id = c.org_id AND g.id = c.agent_id
+            WHERE c.org_id = attachments.org_id AND c.id = attachments.conversation_id) AS model
+         FROM attachments WHERE org_id = $1 AND id = $2`,
+        [orgId, attachmentId],
+      );
     if (!rows.length) return null;
-    const { conversationId, ...manifest } = rows[0];
-    return { manifest, conversationId };
+    const { conversationId, model, ...manifest } = rows[0];
+    return { manifest, conversationId, model };
   }
 
   /** The manifests found, in the order of the ids asked for; ids of other orgs are left out. */
