@@ -60,11 +60,16 @@ beforeAll(async () => {
   aliceConversation = (await conversations.create('acme', 'alice', 'helper'))!.id;
   bobConversation = (await conversations.create('acme', 'bob', 'helper'))!.id;
 
+  ({ app, base } = await startGateway(60_000));
+});
+
+/** The attachments routes as the gateway serves them, with the hand-off kept `handoffTtlMs`. */
+async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApplication; base: string }> {
   @Module({
     imports: [
       DalModule.forRoot(db.url, 2),
       QueueModule.forRoot({ redisUrl, prefix }),
-      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs: 60_000 }),
+      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs }),
     ],
     providers: [
       { provide: APP_GUARD, useClass: AuthGuard },
@@ -74,11 +79,11 @@ beforeAll(async () => {
   class TestGateway {}
   // A JSON body limit far below the upload cap, as the gateway has: uploads answer to their own cap.
   const adapter = new FastifyAdapter({ bodyLimit: 1024 });
-  app = await NestFactory.create<NestFastifyApplication>(TestGateway, adapter, { logger: false });
-  await app.register(fastifyMultipart);
-  await app.listen(0, '127.0.0.1');
-  base = await app.getUrl();
-});
+  const started = await NestFactory.create<NestFastifyApplication>(TestGateway, adapter, { logger: false });
+  await started.register(fastifyMultipart);
+  await started.listen(0, '127.0.0.1');
+  return { app: started, base: await started.getUrl() };
+}
 
 afterAll(async () => {
   await app.get(QueueService).close();
@@ -230,6 +235,37 @@ describe('POST /v1/attachments', () => {
       status: 400,
       body: { error: { code: 'validation_failed' } },
     });
+  });
+});
+
+describe('POST /v1/attachments without the hand-off (UPLOAD_HANDOFF_TTL=0)', () => {
+  it('stores the upload before its ingest is queued, and hands nothing off', async () => {
+    const gateway = await startGateway(0);
+    const queues = gateway.app.get(QueueService);
+    const blobs = gateway.app.get<BlobStore>(BLOB_STORE);
+    const storedWhenQueued: (Buffer | null)[] = [];
+    const enqueue = queues.enqueue.bind(queues);
+    const watch = jest.spyOn(queues, 'enqueue').mockImplementation(async (name, data, opts) => {
+      const { orgId, attachmentId } = data as { orgId: string; attachmentId: string };
+      storedWhenQueued.push(await blobs.get({ orgId, attachmentId, variant: 'original' }));
+      return enqueue(name, data, opts);
+    });
+    try {
+      const bytes = Buffer.from('Stored first.');
+      const res = await fetch(`${gateway.base}/v1/attachments`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ALICE}` },
+        body: form({ bytes, name: 'first.txt' }),
+      });
+      expect(res.status).toBe(201);
+      const { id } = (await res.json()) as { id: string };
+      expect(storedWhenQueued).toEqual([bytes]);
+      expect(await gateway.app.get(UploadHandOff).take({ orgId: 'acme', attachmentId: id })).toBeNull();
+    } finally {
+      watch.mockRestore();
+      await queues.close();
+      await gateway.app.close();
+    }
   });
 });
 
