@@ -70,7 +70,7 @@ function handler(limits: Partial<AttachmentIngestConfig['limits']> = {}, repo = 
   return new IngestAttachmentHandler(
     repo,
     store,
-    new PictureIngestService(repo, store, new ImageRepository(), cfg),
+    new PictureIngestService(store, new ImageRepository(), cfg),
     new DocumentIngestService(repo, new PdfRepository(), cfg),
     new AttachmentEvents(events),
     new PortalMetrics(),
@@ -418,6 +418,26 @@ describe('progress, events and idempotency', () => {
     expect(published[0]).toEqual(['reading', 0, null]);
     expect(published).toContainEqual(['reading', 3, 5]);
     expect(published.at(-1)).toEqual(['finished', 5, 5]);
+  });
+
+  it('reads while `reading` is written, and writes nothing before it lands', async () => {
+    const before = await events.lastId(conversationId);
+    const written: string[] = [];
+    const slow = Object.create(attachments) as AttachmentRepository;
+    slow.update = async (orgId, id, patch) => {
+      if (patch.status === 'reading') await new Promise((resolve) => setTimeout(resolve, 300));
+      written.push(patch.status ?? 'progress');
+      return attachments.update(orgId, id, patch);
+    };
+    const id = await upload(await solid(64, 48).png().toBuffer(), 'quick.png');
+    await handler({}, slow).handle({ orgId: ORG, attachmentId: id }, job());
+    expect(written).toEqual(['reading', 'finished']);
+    const published = (await events.readAfter(conversationId, before))
+      .map((e) => e.event as Extract<PortalEvent, { type: 'attachment_progress' }>)
+      .filter((e) => e.type === 'attachment_progress' && e.attachment.id === id)
+      .map((e) => e.attachment.status);
+    expect(published).toEqual(['reading', 'finished']);
+    expect((await attachments.getManifest(ORG, id))!.status).toBe('finished');
   });
 
   it('writes pages in batches, progress with them, and publishes the first and the last', async () => {

@@ -51,6 +51,15 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     if (!found || found.manifest.status === 'finished' || found.manifest.status === 'failed') return;
     const { manifest: attachment, conversationId, model } = found;
     addLogContext({ conversationId: conversationId ?? undefined });
+    const progress = async (patch: ManifestPatch, publish = true) => {
+      const manifest = await this.attachments.update(orgId, attachmentId, patch);
+      if (!manifest) throw new Error(`attachment ${attachmentId} is gone`);
+      if (publish) await this.events.progress(conversationId, manifest);
+      return manifest;
+    };
+    // The reading starts with it rather than after it; every later write waits for it to settle,
+    // so the status never goes back to `reading`.
+    const reading = progress({ status: 'reading', error: null }).catch(() => undefined);
     const ctx: IngestContext = {
       orgId,
       attachment,
@@ -59,14 +68,14 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
       signal: context.signal,
       original,
       report: async (patch: ManifestPatch, publish = true) => {
-        const manifest = await this.attachments.update(orgId, attachmentId, patch);
-        if (!manifest) throw new Error(`attachment ${attachmentId} is gone`);
-        if (publish) await this.events.progress(conversationId, manifest);
-        return manifest;
+        await reading;
+        return progress(patch, publish);
       },
-      publish: (manifest) => this.events.progress(conversationId, manifest),
+      publish: async (manifest) => {
+        await reading;
+        await this.events.progress(conversationId, manifest);
+      },
     };
-    await ctx.report({ status: 'reading', error: null });
     const kind = { kind: attachment.kind };
     const timer = this.metrics.ingestDuration.startTimer(kind);
     try {

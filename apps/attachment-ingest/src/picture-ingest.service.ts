@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AttachmentRepository, BLOB_STORE, type BlobStore } from '@portal/dal';
+import { BLOB_STORE, type BlobStore } from '@portal/dal';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import type { IngestContext } from './ingest.types';
 import { ImageRepository } from './media/image.repository';
@@ -15,7 +15,6 @@ import { fitWithin, visionLimitsFor } from './picture-size.util';
 @Injectable()
 export class PictureIngestService {
   constructor(
-    @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
     @Inject(ImageRepository) private readonly images: ImageRepository,
     @Inject(INGEST_CONFIG) private readonly config: Pick<AttachmentIngestConfig, 'catalogue' | 'limits'>,
@@ -36,7 +35,7 @@ export class PictureIngestService {
     );
     // The reduced copy first: the manifest never says `finished` before it is there.
     await this.blobs.put({ orgId, attachmentId: attachment.id, variant: 'reduced' }, reduced.data);
-    const manifest = await this.attachments.update(orgId, attachment.id, {
+    await ctx.report({
       status: 'finished',
       error: null,
       picture: {
@@ -46,7 +45,5 @@ export class PictureIngestService {
         originalHeight: probe.height,
       },
     });
-    if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
-    await ctx.publish(manifest);
   }
 }
