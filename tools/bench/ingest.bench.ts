@@ -115,7 +115,10 @@ function textPdf(pages: number): Buffer {
 
 interface PathSample {
   id: string;
-  /** ms from POST until the 201, until the `reading` event was published (1 ms steps), until the `finished` event arrived. */
+  /**
+   * ms from POST until the 201, until the `reading` event was published (in whole ms), until the
+   * `finished` event arrived.
+   */
   uploaded: number;
   reading: number;
   finished: number;

@@ -476,7 +476,15 @@ describe('progress, events and idempotency', () => {
     const first = await attachments.getPages(ORG, id);
     const manifest = await attachments.getManifest(ORG, id);
 
-    await handler().handle({ orgId: ORG, attachmentId: id }, job());
+    // Delivered again once finished: nothing is read, not even the file.
+    const reads: string[] = [];
+    const counted = Object.create(blobs) as BlobStore;
+    counted.get = async (key) => {
+      reads.push(key.variant);
+      return blobs.get(key);
+    };
+    await handler({}, attachments, counted).handle({ orgId: ORG, attachmentId: id }, job());
+    expect(reads).toEqual([]);
     expect(await attachments.getPages(ORG, id)).toEqual(first);
     expect(await attachments.getManifest(ORG, id)).toEqual(manifest);
 

@@ -43,12 +43,13 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
   ): Promise<void> {
     const { orgId, attachmentId } = data;
     const key = { orgId, attachmentId, variant: 'original' } as const;
-    // Asked for with the row: the gateway's hand-off while it lasts (the blob store may not have
-    // the bytes yet), else the blob store.
-    const original = this.handoff.take(key).then((bytes) => bytes ?? this.blobs.get(key));
-    original.catch(() => undefined); // awaited by the service that reads it
+    // The gateway's hand-off (asked for with the row) while it lasts, since the blob store may not
+    // have the bytes yet; else the blob store, only for an attachment still to be read.
+    const handedOff = this.handoff.take(key);
     const found = await this.attachments.getForIngest(orgId, attachmentId);
     if (!found || found.manifest.status === 'finished' || found.manifest.status === 'failed') return;
+    const original = handedOff.then((bytes) => bytes ?? this.blobs.get(key));
+    original.catch(() => undefined); // awaited by the service that reads it
     const { manifest: attachment, conversationId, model } = found;
     addLogContext({ conversationId: conversationId ?? undefined });
     const progress = async (patch: ManifestPatch, publish = true) => {
