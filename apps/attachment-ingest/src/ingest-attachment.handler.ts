@@ -79,16 +79,18 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     };
     const kind = { kind: attachment.kind };
     const timer = this.metrics.ingestDuration.startTimer(kind);
+    // Finished or failed for good: the gateway's hand-off is no longer needed.
+    let ended = false;
     try {
       if (attachment.kind === 'picture') await this.pictures.read(ctx);
       else await this.documents.read(ctx);
       timer();
-      await this.handoff.drop(key);
+      ended = true;
     } catch (err) {
       if (err instanceof UnreadableFileError) {
         this.metrics.ingestFailures.inc(kind);
         await ctx.report({ status: 'failed', error: err.message });
-        await this.handoff.drop(key);
+        ended = true;
         return;
       }
       const attempts = JOB_OPTIONS[QueueName.Attachments].attempts ?? 1;
@@ -96,9 +98,11 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
         this.logger.error(`attachment ${attachmentId}: ${(err as Error).stack ?? String(err)}`);
         this.metrics.ingestFailures.inc(kind);
         await ctx.report({ status: 'failed', error: `internal error: ${(err as Error).message}` });
-        await this.handoff.drop(key);
+        ended = true;
       }
       throw err;
+    } finally {
+      if (ended) await this.handoff.drop(key);
     }
   }
 }

@@ -24,8 +24,6 @@ export interface BlobStore {
   put(key: BlobKey, data: Buffer): Promise<void>;
   /** The bytes, or null when there are none under this key. */
   get(key: BlobKey): Promise<Buffer | null>;
-  /** Removes the bytes; nothing to remove is no error. */
-  delete(key: BlobKey): Promise<void>;
 }
 
 /** Injection token of the apps' BlobStore (see DalModule). */
@@ -63,14 +61,6 @@ export class PostgresBlobStore implements BlobStore {
       (literal) =>
         `SELECT data FROM attachment_blobs WHERE org_id = ${literal(key.orgId)}
          AND attachment_id = ${literal(key.attachmentId)} AND variant = ${literal(key.variant)}`,
-    );
-  }
-
-  async delete(key: BlobKey): Promise<void> {
-    if (!isUuid(key.attachmentId)) return;
-    await this.em.query(
-      `DELETE FROM attachment_blobs WHERE org_id = $1 AND attachment_id = $2 AND variant = $3`,
-      [key.orgId, key.attachmentId, key.variant],
     );
   }
 }
@@ -111,11 +101,6 @@ export class FileBlobStore implements BlobStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
-  }
-
-  async delete(key: BlobKey): Promise<void> {
-    if (!isUuid(key.attachmentId)) return;
-    await rm(this.pathOf(key), { force: true });
   }
 
   /**
