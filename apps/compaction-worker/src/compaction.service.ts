@@ -8,10 +8,12 @@ import {
   compactionBlockId,
   compactionLineId,
   ConversationRepository,
+  PersonRequestRepository,
   TurnRepository,
   WindowRepository,
   type Db,
   type KeyedBlock,
+  type StoredRequest,
   type UsageRow,
 } from '@portal/dal';
 import {
@@ -19,6 +21,7 @@ import {
   isTerminal,
   type Block,
   type CompactionBlock,
+  type MemoryWindow,
   type Turn,
   type TurnTranscript,
 } from '@portal/domain';
@@ -55,46 +58,42 @@ export interface CompactionServiceDeps {
 type Summary = Omit<CompactionBlock, 'id' | 'seq'>;
 type JobInput = JobData<'compact'>;
 
-/** Turns in the first page of whole turns read backwards (see readBackwards for the next ones). */
+/** Turns in the first page of whole turns read backwards (each next page holds twice the last). */
 const FIRST_TURNS_PAGE = 64;
-/** The fewest turns a next page asks for. */
-const MIN_PAGE = 64;
+/** The fewest requests a page of them asks for. */
+const MIN_REQUESTS_PAGE = 64;
 /**
  * What a request's entry in the summary prompt takes, in tokens, before any was read: the first
- * page of the person's messages is the requests share over it, so one read fills it most often.
+ * page of the person's requests is the requests share over it, so one read fills it most often.
  */
 const REQUEST_TOKENS_GUESS = 16;
 
 /**
  * Reads turns backwards from `beforeTurnN` in pages, oldest first, and returns `use` of what was
- * read once a page comes back short or `full` holds for it. Each next page holds twice the last,
- * or fewer when `nextPage` estimates fewer will do.
+ * read once a page comes back short or `full` holds for it. Each next page holds twice the last.
  */
 async function readBackwards<R>(
   beforeTurnN: number,
-  firstPage: number,
   read: (beforeTurnN: number, limit: number) => Promise<TurnTranscript[]>,
   use: (turns: TurnTranscript[]) => R,
   full: (result: R) => boolean,
-  nextPage: (result: R, turnsRead: number) => number = () => Infinity,
 ): Promise<R> {
   let turns: TurnTranscript[] = [];
-  for (let limit = firstPage; ;) {
+  for (let limit = FIRST_TURNS_PAGE; ; limit *= 2) {
     const page = await read(turns[0]?.turn.n ?? beforeTurnN, limit);
     turns = [...page, ...turns];
     const result = use(turns);
     if (page.length < limit || full(result)) return result;
-    limit = Math.max(MIN_PAGE, Math.min(limit * 2, nextPage(result, turns.length)));
   }
 }
 
 /**
- * The turns a next page of requests needs to fill what is left of their share, from the tokens
- * per turn so far, with a quarter more: a page too short costs one more read, not a wrong prompt.
+ * The requests a next page needs to fill what is left of their share, from the tokens per
+ * request so far, with a quarter more: a page too short costs one more read, not a wrong prompt.
  */
-function requestsPage(asked: { tokens: number; shareLeft: number }, turnsRead: number): number {
-  const perTurn = Math.max(1, asked.tokens / turnsRead);
-  return Math.ceil((Math.max(0, asked.shareLeft) / perTurn) * 1.25);
+function requestsPage(asked: { tokens: number; shareLeft: number }, requestsRead: number): number {
+  const perRequest = Math.max(1, asked.tokens / requestsRead);
+  return Math.ceil((Math.max(0, asked.shareLeft) / perRequest) * 1.25);
 }
 
 /**
@@ -237,33 +236,21 @@ export class CompactionService {
 
   /**
    * The summary prompt from a bounded read (SPEC 5.2): the newest summary, then the person's
-   * messages and the settled turns after it, each read backwards in pages until the prompt leaves
+   * requests and the settled turns after it, each read backwards in pages until the prompt leaves
    * some of them out or none is left. The prompt fits the model's context window, so what is read
    * follows the window, not the length of the conversation.
    */
   private async prompt(orgId: string, turn: Turn, input: CompactionPromptInput): Promise<CompactionPrompt> {
     const windows = new WindowRepository(this.deps.db);
-    const compactions = new CompactionRepository(this.deps.db);
     const { conversationId } = turn;
     // No turns: the summary alone.
     const { summary } = await windows.readWindow(orgId, conversationId, {
       turnsReplayed: 0,
       beforeTurnN: turn.n,
     });
-    const asked = await readBackwards(
-      turn.n,
-      Math.max(MIN_PAGE, Math.ceil(requestsShare(input.contextWindow, input.limits) / REQUEST_TOKENS_GUESS)),
-      (beforeTurnN, limit) =>
-        compactions.readPeople(orgId, conversationId, { after: summary, beforeTurnN, limit }),
-      (read) => ({ read, ...summaryRequests({ ...input, window: { summary, turns: [] }, people: read }) }),
-      ({ leftOut }) => leftOut !== null,
-      requestsPage,
-    );
-    // Turns before the newest one whose requests are left out change nothing.
-    const people = asked.read.filter((t) => t.turn.n >= (asked.leftOut?.to ?? 0));
+    const people = await this.requests(orgId, turn, summary, input);
     return readBackwards(
       turn.n,
-      FIRST_TURNS_PAGE,
       // A page that reached the summary's turn is the last: before it, an older summary would answer.
       async (beforeTurnN, limit) =>
         beforeTurnN <= (summary?.turnN ?? 1)
@@ -272,6 +259,32 @@ export class CompactionService {
       (turns) => buildCompactionPrompt({ ...input, window: { summary, turns }, people }),
       (prompt) => prompt.turnsLeftOut !== null,
     );
+  }
+
+  /**
+   * The person's requests in the settled turns after `summary`, read backwards in pages until the
+   * requests share leaves some out or none is left; only those from the newest turn whose requests
+   * are left out on, since older ones change nothing.
+   */
+  private async requests(
+    orgId: string,
+    turn: Turn,
+    summary: MemoryWindow['summary'],
+    input: CompactionPromptInput,
+  ): Promise<StoredRequest[]> {
+    const stored = new PersonRequestRepository(this.deps.db);
+    const share = requestsShare(input.contextWindow, input.limits);
+    let read: StoredRequest[] = [];
+    for (let limit = Math.max(MIN_REQUESTS_PAGE, Math.ceil(share / REQUEST_TOKENS_GUESS)); ;) {
+      const before = read[0] ?? { turnN: turn.n, seq: 0 };
+      const page = await stored.readBefore(orgId, turn.conversationId, { after: summary, before, limit });
+      read = [...page, ...read];
+      const asked = summaryRequests({ ...input, window: { summary, turns: [] }, people: read });
+      const { leftOut } = asked;
+      if (leftOut) return read.filter((r) => r.turnN >= leftOut.to);
+      if (page.length < limit) return read;
+      limit = Math.max(MIN_REQUESTS_PAGE, Math.min(limit * 2, requestsPage(asked, read.length)));
+    }
   }
 
   private async call(

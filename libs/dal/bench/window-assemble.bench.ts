@@ -10,6 +10,7 @@ import {
 import type { DataSource } from 'typeorm';
 import { createDataSource, createScratchDatabase } from '../src/data-source';
 import { BlockRepository } from '../src/repositories/block.repository';
+import { PersonRequestRepository } from '../src/repositories/person-request.repository';
 import { ToolResultRepository } from '../src/repositories/tool-result.repository';
 import { WindowRepository } from '../src/repositories/window.repository';
 import { newConversation, QueryLog, seedOrg, type PlanNode } from '../src/testing/dal.fixtures';
@@ -44,7 +45,7 @@ const ANSWER_SEQ = FIRST_RESULT_SEQ + CALLS_PER_TURN;
  * thinking, narration, CALLS_PER_TURN tool uses, their results (each also a `tool_results` row
  * under its `tr_<16 hex>` ref) and the answer, the blocks numbered on from 2 across the turn.
  * Payloads are the domain blocks less id, seq and kind (toBlockPayload). Shapes follow the prompt
- * bench's in-memory turns.
+ * bench's in-memory turns. Then the person's requests (`person_requests`) from those messages.
  */
 export async function seedConversation(ds: DataSource, length: number): Promise<string> {
   const conversationId = await newConversation(ds, ORG);
@@ -125,6 +126,8 @@ export async function seedConversation(ds: DataSource, length: number): Promise<
       ],
     );
   });
+  // The person's requests, as the gateway stores them with each message.
+  await new PersonRequestRepository(ds).recordStored({ conversationId });
   return conversationId;
 }
 

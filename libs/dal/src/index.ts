@@ -14,6 +14,7 @@ export * from './repositories/attachment.repository';
 export * from './repositories/block.repository';
 export * from './repositories/conversation.repository';
 export * from './repositories/org.repository';
+export * from './repositories/person-request.repository';
 export * from './repositories/skill.repository';
 export * from './repositories/tool-result.repository';
 export * from './repositories/trace.repository';

@@ -1,4 +1,5 @@
 import { createDataSource, ensureDatabase, runMigrations } from './data-source';
+import { personRequest } from '@portal/prompt';
 import { ENTITIES } from './entities';
 import { createScratchDatabase, type ScratchDatabase } from './data-source';
 
@@ -13,6 +14,7 @@ const TABLES = [
   'conversations',
   'messages',
   'orgs',
+  'person_requests',
   'skills',
   'tool_results',
   'trace_entries',
@@ -80,7 +82,62 @@ describe('migrations', () => {
       'InitialSchema1767225600000',
       'BlobsWithoutAttachmentFk1767312000000',
       'PersonTextIndexes1767398400000',
+      'PersonRequests1767484800000',
     ]);
     expect(await tables()).toEqual(TABLES);
+  });
+
+  it("store the requests of the person's messages written before `person_requests`", async () => {
+    const ds = await createDataSource(db.url).initialize();
+    try {
+      await ds.undoLastMigration();
+      await ds.query(`INSERT INTO orgs (id, name) VALUES ('acme', 'Acme')`);
+      await ds.query(`INSERT INTO users (org_id, id, role) VALUES ('acme', 'alice', 'author')`);
+      await ds.query(
+        `INSERT INTO agents (org_id, id, name, instructions, model, effort) VALUES ('acme', 'a', 'A', 'I.', 'm', 'low')`,
+      );
+      const [{ id: conversationId }] = await ds.query(
+        `INSERT INTO conversations (org_id, user_id, agent_id, last_turn_n) VALUES ('acme', 'alice', 'a', 2) RETURNING id`,
+      );
+      // Turn 1 regular: an opening message with a skill and a steering one; turn 2 a `/compact`.
+      await ds.query(
+        `WITH t AS (
+           INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model)
+           VALUES ('acme', $1, 1, 'turn', 'completed', 'low', 'm'), ('acme', $1, 2, 'compaction', 'completed', 'low', 'm')
+           RETURNING id, n, kind),
+         m AS (
+           INSERT INTO messages (org_id, conversation_id, turn_id, seq, role)
+           SELECT 'acme', $1, t.id, s, 'user' FROM t, generate_series(1, 2) s WHERE s = 1 OR t.kind = 'turn'
+           RETURNING id, turn_id, seq)
+         INSERT INTO blocks (org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+         SELECT 'acme', $1, t.id, t.n, m.id, m.seq, 'text', jsonb_build_object(
+           'text', CASE WHEN t.kind = 'compaction' THEN '/compact' WHEN m.seq = 1 THEN '/report Tóm tắt quý 3' ELSE '/x as typed' END,
+           'narration', false, 'steering', m.seq = 2)
+         FROM m JOIN t ON t.id = m.turn_id`,
+        [conversationId],
+      );
+    } finally {
+      await ds.destroy();
+    }
+    expect(await runMigrations(db.url)).toEqual(['PersonRequests1767484800000']);
+    const rows = await db.dataSource.query(
+      `SELECT org_id, turn_n, seq, text, tokens FROM person_requests ORDER BY turn_n, seq`,
+    );
+    expect(rows).toEqual([
+      {
+        org_id: 'acme',
+        turn_n: 1,
+        seq: 1,
+        text: 'Tóm tắt quý 3',
+        tokens: personRequest('Tóm tắt quý 3', false).tokens,
+      },
+      {
+        org_id: 'acme',
+        turn_n: 1,
+        seq: 2,
+        text: '/x as typed',
+        tokens: personRequest('/x as typed', true).tokens,
+      },
+    ]);
   });
 });

@@ -5,6 +5,8 @@ import {
   finishSummary,
   languageSample,
   leftOutRequests,
+  personRequest,
+  personRequests,
   quoteRequests,
   SHORTENED_REQUEST_CHARS,
   summaryForPeople,
@@ -275,6 +277,56 @@ describe('requests verbatim, bounded to SUMMARY_REQUESTS_SHARE of the context wi
     expect(used).toBeLessThanOrEqual(limits.SUMMARY_REQUESTS_SHARE * contextWindow);
   });
 
+  describe('with the tokens stored with each request (how the worker reads them)', () => {
+    const texts = [
+      'Tìm doanh thu quý 3 trong báo cáo, rồi so sánh với quý 2.',
+      'Line one\nline two\n\n> already quoted',
+      '/summarise-report please, with the 😀 figures: 4.2M',
+      '  padded  ',
+      '123 starts with a number',
+      ':\n/',
+      '<|endoftext|> is typed text',
+    ];
+    const stored = (n: number, text: string, steering = false) => ({
+      turnN: n,
+      messageId: `m${n}`,
+      ...personRequest(text, steering),
+    });
+
+    it('keeps the text the model read: leading slugs removed from an opening message, steering as typed', () => {
+      expect(personRequest('/summarise-report please', false).text).toBe('please');
+      expect(personRequest('/summarise-report please', true).text).toBe('/summarise-report please');
+      expect(personRequest('  padded  ', false).text).toBe('padded');
+    });
+
+    it('chooses and bounds exactly as counting each entry does, at every share', () => {
+      for (const first of [1, 98, 999, 1_000, 123_456]) {
+        const requests = texts.map((t, i) => stored(first + i, t));
+        const counted = requests.map(({ tokens: _tokens, ...r }) => r);
+        const whole = counted.reduce((sum, r) => sum + counter.count(`Turn ${r.turnN}:\n> ${r.text}`), 0);
+        // Around the share where every entry is exactly whole, and far below it.
+        for (const share of [whole + 1, whole, whole - 1, Math.floor(whole / 2), 40]) {
+          const contextWindow = share / limits.SUMMARY_REQUESTS_SHARE;
+          expect(quoteRequests(requests, contextWindow, limits, counter)).toEqual(
+            quoteRequests(counted, contextWindow, limits, counter),
+          );
+        }
+      }
+    });
+
+    it('takes a stored count as it is, without counting the text again', () => {
+      const requests = texts.map((t, i) => stored(i + 1, t));
+      const contextWindow = 60 / limits.SUMMARY_REQUESTS_SHARE;
+      const counted = quoteRequests(requests, contextWindow, limits, counter);
+      expect(counted.filter((q) => !q.shortened).length).toBeLessThan(texts.length);
+      // Stored as nothing but their `Turn N:` lines, all of them fit whole.
+      const weightless = requests.map((r) => ({ ...r, tokens: 0 }));
+      expect(quoteRequests(weightless, contextWindow, limits, counter).map((q) => q.shortened)).toEqual(
+        texts.map(() => false),
+      );
+    });
+  });
+
   it('lists the requests in the prompt as they must be kept', () => {
     const prompt = buildCompactionPrompt(
       input({ contextWindow: 400, window: { summary: null, turns: [chat(1, req(1, 200).text, 'ok')] } }),
@@ -399,8 +451,9 @@ describe('the prompt fits the context window less SUMMARY_OUTPUT_SHARE', () => {
     it('reads the same from the newest turns alone, once some of them are left out (how the worker reads)', () => {
       const whole = buildCompactionPrompt(tight());
       const newest = { summary: null, turns: chats.slice(-100) };
-      expect(summaryRequests(tight({ window: newest, people: chats.slice(-200) })).leftOut).not.toBeNull();
-      const partial = buildCompactionPrompt(tight({ window: newest, people: chats.slice(-200) }));
+      const people = personRequests(chats.slice(-200));
+      expect(summaryRequests(tight({ window: newest, people })).leftOut).not.toBeNull();
+      const partial = buildCompactionPrompt(tight({ window: newest, people }));
       expect(partial.turnsLeftOut).not.toBeNull();
       expect(partial.messages).toEqual(whole.messages);
       expect(partial.requests).toEqual(whole.requests);

@@ -11,7 +11,7 @@ import type { ChatRequest } from './chat.types';
 import type { Limits } from './limits';
 import { cutChars, replayArguments, summaryNote } from './memory';
 import { parseLeadingSlugs } from './skills.util';
-import { projectTokens, sharedTokenCounter, type TokenCounter } from './tokens';
+import { projectTokens, sharedTokenCounter, textTokens, type TokenCounter } from './tokens';
 
 /** SPEC section 5.2: the summary prompt, the same for both triggers, and the checks on its answer. */
 
@@ -51,11 +51,11 @@ export interface CompactionPromptInput {
    */
   window: MemoryWindow;
   /**
-   * The turns the person's requests are taken from, oldest first (only their user messages count):
-   * every settled turn after the summary, or the newest ones read backwards until `requestsLeftOut`
-   * says some did not fit. Default: `window.turns`.
+   * The person's requests since the summary in the settled turns, oldest first: every one, or the
+   * newest ones read backwards until `requestsLeftOut` says some did not fit. Default: the requests
+   * of `window.turns`.
    */
-  people?: readonly TurnTranscript[];
+  people?: readonly PersonRequest[];
   /** The turn the compaction happens in: the running turn so far (AUTO) or the `/compact` turn (MANUAL). */
   current: { n: number; messages: readonly Message[] };
   trigger: CompactionTrigger;
@@ -65,6 +65,16 @@ export interface CompactionPromptInput {
   contextWindow: number;
   limits: Limits;
   counter?: TokenCounter;
+}
+
+/** A message of the person as a request the summary keeps (see `personRequest`). */
+export interface PersonRequest {
+  turnN: number;
+  messageId: string;
+  /** The text as the model read it (leading `/slug` tokens removed); '' when it asks nothing. */
+  text: string;
+  /** `personRequest`'s count of the text as quoted, when it was stored with it; else counted here. */
+  tokens?: number;
 }
 
 /** A request of the person as the summary must keep it. */
@@ -133,7 +143,7 @@ interface History {
   /** What came after the earlier summary, turn by turn, oldest first, the current turn last (AUTO only). */
   stretches: Stretch[];
   /** What the person wrote after the earlier summary, message by message, oldest first. */
-  people: Pick<QuotedRequest, 'turnN' | 'messageId' | 'text'>[];
+  people: PersonRequest[];
 }
 
 function stretchesOf(turns: readonly TurnTranscript[]): Stretch[] {
@@ -150,24 +160,26 @@ function history(input: CompactionPromptInput): History {
   let earlier = summary?.block ?? null;
   let firstTurnN = !summary ? 1 : summary.block.trigger === 'AUTO' ? summary.turnN : summary.turnN + 1;
   let stretches = stretchesOf(input.window.turns);
-  let asked = input.people ? stretchesOf(input.people) : [...stretches];
+  let people = input.people ? [...input.people] : stretches.flatMap(requestsIn);
   if (input.trigger === 'AUTO') {
     const after = afterCompaction(input.current.messages);
-    if (after.summary) [earlier, firstTurnN, stretches, asked] = [after.summary, input.current.n, [], []];
+    if (after.summary) [earlier, firstTurnN, stretches, people] = [after.summary, input.current.n, [], []];
     const current = { turnN: input.current.n, current: true, messages: after.messages };
     stretches.push(current);
-    asked.push(current);
+    people.push(...requestsIn(current));
   }
-  return {
-    earlier,
-    firstTurnN,
-    stretches: stretches.filter((s) => s.messages.length > 0),
-    people: asked.flatMap((s) =>
-      s.messages
-        .filter((m) => m.role === 'user')
-        .map((m) => ({ turnN: s.turnN, messageId: m.id, text: personText(m) })),
-    ),
-  };
+  return { earlier, firstTurnN, stretches: stretches.filter((s) => s.messages.length > 0), people };
+}
+
+function requestsIn(s: Pick<Stretch, 'turnN' | 'messages'>): PersonRequest[] {
+  return s.messages
+    .filter((m) => m.role === 'user')
+    .map((m) => ({ turnN: s.turnN, messageId: m.id, text: personText(m) }));
+}
+
+/** The person's requests in `turns` (after any summary inside a turn), oldest first. */
+export function personRequests(turns: readonly TurnTranscript[]): PersonRequest[] {
+  return stretchesOf(turns).flatMap(requestsIn);
 }
 
 function isSteering(message: Message): boolean {
@@ -185,11 +197,26 @@ const personTexts = new WeakMap<Message, string>();
 function personText(message: Message): string {
   let text = personTexts.get(message);
   if (text === undefined) {
-    const typed = messageText(message);
-    text = (isSteering(message) ? typed : parseLeadingSlugs(typed).rest).trim();
+    text = requestText(messageText(message), isSteering(message));
     personTexts.set(message, text);
   }
   return text;
+}
+
+function requestText(typed: string, steering: boolean): string {
+  return (steering ? typed : parseLeadingSlugs(typed).rest).trim();
+}
+
+/**
+ * A person's message as the request the summary keeps: its text as the model read it, and the
+ * tokens of that text as "Requests to keep" quotes it. Stored with the message, so a compaction
+ * reads a long conversation's requests without counting them again. The count leaves out the
+ * entry's `Turn N:` line: the tokenizer's pieces never span the line break before the quote, so
+ * an entry's tokens are the two counts added (the turn's number is not known before it is stored).
+ */
+export function personRequest(typed: string, steering: boolean): { text: string; tokens: number } {
+  const text = requestText(typed, steering);
+  return { text, tokens: textTokens(quoteBlock(text)) };
 }
 
 // --- Requests ----------------------------------------------------------------------------------
@@ -207,7 +234,7 @@ function requestRef(r: Pick<QuotedRequest, 'turnN' | 'messageId'>): string {
  * stays within its share however long the conversation.
  */
 export function quoteRequests(
-  requests: ReadonlyArray<Pick<QuotedRequest, 'turnN' | 'messageId' | 'text'>>,
+  requests: readonly PersonRequest[],
   contextWindow: number,
   limits: Limits,
   counter: TokenCounter = sharedTokenCounter,
@@ -217,7 +244,7 @@ export function quoteRequests(
 
 /** quoteRequests within `share` tokens, with the tokens of the share left. */
 function quote(
-  requests: ReadonlyArray<Pick<QuotedRequest, 'turnN' | 'messageId' | 'text'>>,
+  requests: readonly PersonRequest[],
   share: number,
   counter: TokenCounter,
 ): { requests: QuotedRequest[]; shareLeft: number } {
@@ -225,12 +252,13 @@ function quote(
   let shortening = false;
   const out: QuotedRequest[] = [];
   // Each request is measured as its entry in the prompt, which is what the section is made of.
-  const cost = (r: (typeof requests)[number], quoted: string) => counter.count(requestEntry(r.turnN, quoted));
-  for (const r of [...requests].reverse()) {
-    const whole = cost(r, r.text);
+  const cost = (r: PersonRequest, quoted: string) => counter.count(requestEntry(r.turnN, quoted));
+  for (let i = requests.length - 1; i >= 0; i--) {
+    const r = requests[i];
+    const whole = r.tokens === undefined ? cost(r, r.text) : counter.count(turnLine(r.turnN)) + r.tokens;
     if (!shortening && whole <= left) {
       left -= whole;
-      out.push({ ...r, quoted: r.text, shortened: false });
+      out.push({ turnN: r.turnN, messageId: r.messageId, text: r.text, quoted: r.text, shortened: false });
       continue;
     }
     shortening = true;
@@ -240,7 +268,7 @@ function quote(
     const tokens = cost(r, quoted);
     if (tokens > left) break;
     left -= tokens;
-    out.push({ ...r, quoted, shortened: true });
+    out.push({ turnN: r.turnN, messageId: r.messageId, text: r.text, quoted, shortened: true });
   }
   return { requests: out.reverse(), shareLeft: left };
 }
@@ -381,7 +409,11 @@ function renderStretch(s: Stretch, limits: Limits): string {
 
 /** A request as "Requests to keep" lists it. */
 function requestEntry(turnN: number, quoted: string): string {
-  return `Turn ${turnN}:\n${quoteBlock(quoted)}`;
+  return `${turnLine(turnN)}${quoteBlock(quoted)}`;
+}
+
+function turnLine(turnN: number): string {
+  return `Turn ${turnN}:\n`;
 }
 
 function quoteBlock(text: string): string {
@@ -474,7 +506,7 @@ export function buildCompactionPrompt(input: CompactionPromptInput): CompactionP
   const heading = summaryHeading(coversTurns.to);
   const h = history(input);
   const { earlier } = h;
-  const { requests, leftOut: requestsLeftOut } = requestsOf(h, input, counter);
+  const { requests, leftOut: requestsLeftOut, shareLeft } = requestsOf(h, input, counter);
   const opening = input.current.messages.find((m) => m.role === 'user');
   const instructions =
     input.trigger === 'MANUAL' && opening
@@ -494,12 +526,11 @@ export function buildCompactionPrompt(input: CompactionPromptInput): CompactionP
     earlierSummary: earlier,
     instructions,
   };
+  const leftOutEntry =
+    requestsLeftOut &&
+    `Turns ${requestsLeftOut.from}–${requestsLeftOut.to}:\n${quoteBlock(leftOutRequests(requestsLeftOut))}`;
   const quoted = [
-    ...(requestsLeftOut
-      ? [
-          `Turns ${requestsLeftOut.from}–${requestsLeftOut.to}:\n${quoteBlock(leftOutRequests(requestsLeftOut))}`,
-        ]
-      : []),
+    ...(leftOutEntry ? [leftOutEntry] : []),
     ...requests.map((r) => requestEntry(r.turnN, r.quoted)),
   ];
   const messages = (conversation: string, quotedText = quoted.join('\n\n')): ChatRequest['messages'] => [
@@ -520,7 +551,11 @@ export function buildCompactionPrompt(input: CompactionPromptInput): CompactionP
   ];
   // The requests were measured entry by entry while they were chosen: their sum (one token for
   // each separator), not an encoding of the whole section again.
-  const quotedTokens = quoted.reduce((sum, entry) => sum + counter.count(entry) + 1, 0);
+  const quotedTokens =
+    requestsShare(input.contextWindow, limits) -
+    shareLeft +
+    (leftOutEntry ? counter.count(leftOutEntry) : 0) +
+    quoted.length;
   const rest = projectTokens({ messages: messages('', ''), tools: [] }, { counter }) + quotedTokens;
   const conversation = fitConversation(
     h,

@@ -29,6 +29,11 @@ export const PICTURE_TILES = {
 /** Special tokens typed by a person are counted as plain text, as the provider encodes them. */
 const PLAIN = { disallowedSpecial: new Set<string>() };
 
+/** The o200k_base tokens of `text`, uncached (see TokenCounter for texts counted again). */
+export function textTokens(text: string): number {
+  return countTokens(text, PLAIN);
+}
+
 /**
  * Counts tokens with a bounded LRU cache keyed by the text itself: memory is rebuilt on every call
  * from the same strings, so re-projecting a grown conversation only encodes what is new.
@@ -46,7 +51,7 @@ export class TokenCounter {
       this.cache.set(text, hit);
       return hit;
     }
-    const tokens = countTokens(text, PLAIN);
+    const tokens = textTokens(text);
     this.cache.set(text, tokens);
     if (this.cache.size > this.maxEntries) this.cache.delete(this.cache.keys().next().value as string);
     return tokens;

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { QueueName } from '@portal/contracts';
-import { BlockRepository, SkillRepository, TraceRepository, TurnRepository } from '@portal/dal';
+import {
+  BlockRepository,
+  PersonRequestRepository,
+  SkillRepository,
+  TraceRepository,
+  TurnRepository,
+} from '@portal/dal';
 import {
   attachment,
   counts,
@@ -35,6 +41,12 @@ afterAll(async () => {
 });
 
 const turns = () => new TurnRepository(gw.db.dataSource);
+const requests = (conversationId: string) =>
+  new PersonRequestRepository(gw.db.dataSource).readBefore('acme', conversationId, {
+    after: null,
+    before: { turnN: 2 ** 31 - 1, seq: 0 },
+    limit: 10,
+  });
 
 describe('a message that opens a turn', () => {
   it('records the queued turn, message and trace at once, enqueues it and publishes its events', async () => {
@@ -68,6 +80,10 @@ describe('a message that opens a turn', () => {
     });
     expect(await new TraceRepository(gw.db.dataSource).listForTurn('acme', turnId)).toEqual([
       { turnId, kind: 'SKILL_SELECT', skillIds: [skillIds['fact-check']], at: expect.any(Date) },
+    ]);
+    // The request a summary keeps: the text as the model reads it, without the skill's slug.
+    expect(await requests(conversationId)).toEqual([
+      { turnN: 1, seq: 1, messageId: message.id, text: 'compare these', tokens: expect.any(Number) },
     ]);
     expect(await job(gw, QueueName.Turns, `run-turn:${turnId}:open`)).toEqual({
       name: 'run-turn',
@@ -257,6 +273,11 @@ describe('a message while a turn is open', () => {
         messages: before.messages + 1,
         blocks: before.blocks + 1,
       });
+      // Steering is a request as typed, slugs and all: the model read it so.
+      expect((await requests(conversationId)).map((r) => [r.turnN, r.seq, r.text])).toEqual([
+        [1, 1, 'first'],
+        [1, 2, '/fact-check also check the dates'],
+      ]);
       expect((await sse.next()).data).toEqual({ type: 'block_finished', turnId, block: steering });
       sse.close();
       expect((await turns().get('acme', turnId))!.status).toBe(status);

@@ -1,6 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BlockRepository, DalError, TurnRepository, type Conversation } from '@portal/dal';
+import {
+  BlockRepository,
+  DalError,
+  PersonRequestRepository,
+  TurnRepository,
+  type Conversation,
+} from '@portal/dal';
 import { DomainError } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
@@ -117,6 +123,14 @@ export class MessagesService {
       const [steering] = await blocks.appendNext(caller.orgId, message.id, [
         { kind: 'text', text: body.text, narration: false, steering: true },
       ]);
+      await new PersonRequestRepository(em).record(caller.orgId, {
+        conversationId: conversation.id,
+        turnN: turn.n,
+        messageId: message.id,
+        seq: steering.seq,
+        typed: body.text,
+        steering: true,
+      });
       return steering;
     });
     if (!block) return null;

@@ -1,4 +1,4 @@
-import type { Block, MemoryWindow, TurnStatus, TurnTranscript } from '@portal/domain';
+import type { Block, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
 import { type NewBlock, toBlock } from '../mappers/block.mapper';
@@ -45,77 +45,6 @@ export class CompactionRepository {
       [orgId, conversationId],
     );
     return row.written;
-  }
-
-  /**
-   * The person's messages, with their text blocks, in the newest `limit` settled turns before
-   * `beforeTurnN` and after the summary `after` (in the summary's own turn, only what follows it),
-   * as turns oldest first, each turn listed even with none: what the summary's requests are read
-   * from, backwards, page by page. One statement, all through indexes: the turns by
-   * `turns_replayable_idx` backwards, then one probe for each turn's user messages
-   * (`messages_person_idx`) and one for those messages' text blocks (`blocks_text_idx`).
-   */
-  async readPeople(
-    orgId: string,
-    conversationId: string,
-    opts: { after: MemoryWindow['summary']; beforeTurnN: number; limit: number },
-  ): Promise<TurnTranscript[]> {
-    if (!isUuid(conversationId)) return [];
-    const from = opts.after ? { turnN: opts.after.turnN, seq: opts.after.block.seq } : { turnN: 1, seq: -1 };
-    // `OFFSET 0` keeps each LATERAL apart, so the planner cannot trade the lookups for a scan of
-    // either table, with statistics or not. A turn without a person's text comes back once, with
-    // nulls: it is still listed.
-    const rows: (TurnTranscript['turn'] & {
-      messageId: string | null;
-      attachmentIds: string[] | null;
-      blockId: string | null;
-      blockSeq: number;
-      blockKind: StoredBlockRow['kind'];
-      payload: StoredBlockRow['payload'];
-    })[] = await this.em.query(
-      `SELECT t.id, t.n, t.kind, t.status, m.id AS "messageId", m.attachment_ids AS "attachmentIds",
-         b.id AS "blockId", b.seq AS "blockSeq", b.kind AS "blockKind", b.payload
-       FROM (
-         SELECT id, n, kind, status FROM turns
-         WHERE conversation_id = $2 AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
-           AND n >= $3 AND n < $4 AND org_id = $1
-         ORDER BY n DESC LIMIT $5
-       ) t
-       LEFT JOIN LATERAL (
-         SELECT id, seq, attachment_ids FROM messages
-         WHERE turn_id = t.id AND role = 'user' AND org_id = $1 OFFSET 0
-       ) m ON true
-       LEFT JOIN LATERAL (
-         SELECT id, seq, kind, payload FROM blocks
-         WHERE message_id = m.id AND kind = 'text' AND (turn_n > $3 OR seq > $6) AND org_id = $1 OFFSET 0
-       ) b ON true
-       ORDER BY t.n, m.seq, b.seq`,
-      [orgId, conversationId, from.turnN, opts.beforeTurnN, opts.limit, from.seq],
-    );
-    const out: TurnTranscript[] = [];
-    for (const row of rows) {
-      let transcript = out.at(-1);
-      if (transcript?.turn.id !== row.id) {
-        transcript = { turn: { id: row.id, n: row.n, kind: row.kind, status: row.status }, messages: [] };
-        out.push(transcript);
-      }
-      if (!row.blockId || !row.messageId) continue;
-      let message = transcript.messages.at(-1);
-      if (message?.id !== row.messageId) {
-        message = {
-          id: row.messageId,
-          turnId: row.id,
-          role: 'user',
-          blocks: [],
-          attachmentIds: row.attachmentIds ?? [],
-        };
-        transcript.messages.push(message);
-      }
-      message.blocks.push(
-        toBlock({ id: row.blockId, seq: row.blockSeq, kind: row.blockKind, payload: row.payload }),
-      );
-    }
-    return out;
   }
 
   /**

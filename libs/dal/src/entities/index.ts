@@ -8,6 +8,7 @@ import { BlockEntity } from './block.entity';
 import { ConversationEntity } from './conversation.entity';
 import { MessageEntity } from './message.entity';
 import { OrgEntity } from './org.entity';
+import { PersonRequestEntity } from './person-request.entity';
 import { SkillEntity } from './skill.entity';
 import { ToolResultEntity } from './tool-result.entity';
 import { TraceEntryEntity } from './trace-entry.entity';
@@ -26,6 +27,7 @@ export {
   ConversationEntity,
   MessageEntity,
   OrgEntity,
+  PersonRequestEntity,
   SkillEntity,
   ToolResultEntity,
   TraceEntryEntity,
@@ -45,6 +47,7 @@ export const ENTITIES = [
   TurnEntity,
   MessageEntity,
   BlockEntity,
+  PersonRequestEntity,
   ToolResultEntity,
   AttachmentEntity,
   AttachmentPageEntity,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Block, Effort, Message, TextBlock, Turn, TurnKind, TurnStatus } from '@portal/domain';
+import { personRequest } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
 import { type Db, isPgError, isUuid, managerOf, queryPrepared } from '../db.util';
 import { DalError } from '../errors';
@@ -93,7 +94,8 @@ export class TurnRepository {
 
   /**
    * Opens a `queued` turn numbered after the conversation's last one, with the person's message
-   * (one text block) and, when asked, its SKILL_SELECT trace entry, in one statement. Null when the
+   * (one text block; in a regular turn, with its request: `PersonRequestRepository`) and, when
+   * asked, its SKILL_SELECT trace entry, in one statement. Null when the
    * conversation is not the org's; throws DalError `turn_active` when the conversation already has
    * a queued, running or paused turn.
    */
@@ -130,6 +132,7 @@ export class TurnRepository {
       blocks: [block],
       attachmentIds: input.attachmentIds ?? [],
     };
+    const request = turn.kind === 'turn' ? personRequest(input.text, false) : null;
     try {
       // One statement: the conversation row's lock (the number bump) also serialises concurrent
       // creators of the same conversation.
@@ -150,7 +153,10 @@ export class TurnRepository {
            SELECT $11, $1, $2, $3, n, $9, 1, 'text', $12 FROM turn),
          trace AS (
            INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids)
-           SELECT $1, $3, 'SKILL_SELECT', $7 FROM turn WHERE $13)
+           SELECT $1, $3, 'SKILL_SELECT', $7 FROM turn WHERE $13),
+         request AS (
+           INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
+           SELECT $9, $1, $2, n, 1, $14, $15 FROM turn WHERE $15::int IS NOT NULL)
          SELECT n FROM turn`,
         [
           orgId,
@@ -166,6 +172,8 @@ export class TurnRepository {
           block.id,
           JSON.stringify({ text: block.text, narration: false, steering: false }),
           input.traceSkillSelect ?? false,
+          request?.text ?? null,
+          request?.tokens ?? null,
         ],
       );
       if (!rows.length) return null;

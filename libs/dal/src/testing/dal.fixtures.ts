@@ -5,6 +5,7 @@ import { AgentRepository } from '../repositories/agent.repository';
 import { BlockRepository } from '../repositories/block.repository';
 import { ConversationRepository } from '../repositories/conversation.repository';
 import { OrgRepository } from '../repositories/org.repository';
+import { PersonRequestRepository } from '../repositories/person-request.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { UserRepository } from '../repositories/user.repository';
 
@@ -84,8 +85,9 @@ export class QueryLog implements Logger {
 
 /**
  * Writes turns from..to of a conversation straight in SQL, each a user and an assistant text
- * message: long conversations in one statement. `person` and `answer` are SQL expressions of the
- * turn number `t.n` (by default both say `turn <n>`).
+ * message: long conversations in one statement, then the person's requests from them (as the
+ * gateway stores them with each message). `person` and `answer` are SQL expressions of the turn
+ * number `t.n` (by default both say `turn <n>`).
  */
 export async function bulkTurns(
   ds: DataSource,
@@ -112,6 +114,7 @@ export async function bulkTurns(
     [orgId, conversationId, turns.from ?? 1, turns.to, turns.model ?? 'm'],
   );
   await ds.query(`UPDATE conversations SET last_turn_n = $2 WHERE id = $1`, [conversationId, turns.to]);
+  await new PersonRequestRepository(ds).recordStored({ conversationId });
 }
 
 /** A node of `EXPLAIN (ANALYZE, FORMAT JSON)`, the fields read here and by the prompt bench. */

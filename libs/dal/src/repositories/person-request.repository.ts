@@ -1,0 +1,109 @@
+import type { MemoryWindow } from '@portal/domain';
+import { personRequest, type PersonRequest } from '@portal/prompt';
+import type { EntityManager } from 'typeorm';
+import { type Db, isUuid, managerOf } from '../db.util';
+
+/** A person's message of a regular turn, as it was typed, to be stored as a request. */
+export interface TypedRequest {
+  conversationId: string;
+  turnN: number;
+  messageId: string;
+  /** The seq of the message's text block in its turn. */
+  seq: number;
+  typed: string;
+  steering: boolean;
+}
+
+/** A stored request with its position, which the next page is read before. */
+export type StoredRequest = PersonRequest & { seq: number; tokens: number };
+
+/** Rows written at a time by `recordStored`. */
+const STORED_BATCH = 1000;
+
+/**
+ * The person's requests (table `person_requests`), one per user message of a regular turn, written
+ * with the message: the opening one by `TurnRepository.createWithUserMessage`, steering by `record`.
+ */
+export class PersonRequestRepository {
+  private readonly em: EntityManager;
+
+  constructor(db: Db) {
+    this.em = managerOf(db);
+  }
+
+  /** Stores the request of a message (once: a message already stored keeps its request). */
+  async record(orgId: string, request: TypedRequest): Promise<void> {
+    await this.insert(orgId, [request]);
+  }
+
+  /**
+   * Stores the requests of the person's messages that have none, from their stored text blocks:
+   * for messages written without one (before `person_requests` existed, or by bulk writers that
+   * write straight in SQL). Returns how many it stored.
+   */
+  async recordStored(opts: { conversationId?: string } = {}): Promise<number> {
+    let stored = 0;
+    for (;;) {
+      const rows: (TypedRequest & { orgId: string })[] = await this.em.query(
+        `SELECT m.org_id AS "orgId", m.conversation_id AS "conversationId", t.n AS "turnN",
+           m.id AS "messageId", min(b.seq)::int AS seq,
+           string_agg(b.payload->>'text', E'\\n\\n' ORDER BY b.seq) AS typed,
+           bool_or(COALESCE((b.payload->>'steering')::boolean, false)) AS steering
+         FROM messages m
+         JOIN turns t ON t.id = m.turn_id AND t.kind = 'turn'
+         JOIN blocks b ON b.message_id = m.id AND b.kind = 'text'
+         WHERE m.role = 'user' AND ($1::uuid IS NULL OR m.conversation_id = $1)
+           AND NOT EXISTS (SELECT 1 FROM person_requests r WHERE r.message_id = m.id)
+         GROUP BY m.id, t.n
+         LIMIT ${STORED_BATCH}`,
+        [opts.conversationId ?? null],
+      );
+      const byOrg = new Map<string, TypedRequest[]>();
+      for (const row of rows) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), row]);
+      for (const [orgId, requests] of byOrg) await this.insert(orgId, requests);
+      stored += rows.length;
+      if (rows.length < STORED_BATCH) return stored;
+    }
+  }
+
+  /**
+   * The newest `limit` requests of the conversation before `before` (a position: turn and seq)
+   * and after the summary `after` (in the summary's own turn, only what follows it), oldest
+   * first, those that ask nothing included. One range scan of `person_requests_position_idx`.
+   */
+  async readBefore(
+    orgId: string,
+    conversationId: string,
+    opts: { after: MemoryWindow['summary']; before: { turnN: number; seq: number }; limit: number },
+  ): Promise<StoredRequest[]> {
+    if (!isUuid(conversationId)) return [];
+    const after = opts.after ? { turnN: opts.after.turnN, seq: opts.after.block.seq } : { turnN: 0, seq: 0 };
+    const rows: StoredRequest[] = await this.em.query(
+      `SELECT turn_n AS "turnN", seq, message_id AS "messageId", text, tokens FROM person_requests
+       WHERE conversation_id = $2 AND (turn_n, seq) > ($3, $4) AND (turn_n, seq) < ($5, $6) AND org_id = $1
+       ORDER BY turn_n DESC, seq DESC LIMIT $7`,
+      [orgId, conversationId, after.turnN, after.seq, opts.before.turnN, opts.before.seq, opts.limit],
+    );
+    return rows.reverse();
+  }
+
+  private async insert(orgId: string, requests: readonly TypedRequest[]): Promise<void> {
+    const made = requests.map((r) => ({ ...r, ...personRequest(r.typed, r.steering) }));
+    await this.em.query(
+      `INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
+       SELECT r.message_id, $1, r.conversation_id, r.turn_n, r.seq, r.text, r.tokens
+       FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[])
+         AS r (message_id, conversation_id, turn_n, seq, text, tokens)
+       ON CONFLICT (message_id) DO NOTHING`,
+      [
+        orgId,
+        made.map((r) => r.messageId),
+        made.map((r) => r.conversationId),
+        made.map((r) => r.turnN),
+        made.map((r) => r.seq),
+        made.map((r) => r.text),
+        made.map((r) => r.tokens),
+      ],
+    );
+  }
+}
