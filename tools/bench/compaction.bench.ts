@@ -173,37 +173,55 @@ async function main(): Promise<void> {
     const seed = async (length: number) => {
       const started = performance.now();
       const id = await seedConversation(db, length);
-      // Statistics as autovacuum keeps them in production, so the planner's choices are real ones;
-      // then the seed's writes flushed, so the compaction is not timed against their checkpoint.
-      await db.query('ANALYZE turns, messages, blocks');
-      await db.query('CHECKPOINT');
       return { id, ms: performance.now() - started };
     };
+    // The seeds' tables as autovacuum keeps them in production (statistics, so the planner's
+    // choices are real ones, and visibility), then their writes flushed: no compaction is timed
+    // against a vacuum or a checkpoint of what was just written.
+    const settleSeeds = async () => {
+      await db.query('VACUUM (ANALYZE) turns, messages, blocks, tool_results, person_requests');
+      await db.query('CHECKPOINT');
+    };
 
-    // Warm up: connections, caches, the JIT in every process.
-    for (let i = 0; i < 3; i++) await compactOnce(portal, proxy.timings, (await seed(50)).id);
+    // Warm up: connections, caches, the JIT in every process, on the paths of every length (a
+    // long conversation's prompt shortens and leaves out requests, which a short one never does).
+    const warmUp = [];
+    for (const length of [LENGTHS[0], LENGTHS[0], ...LENGTHS]) warmUp.push((await seed(length)).id);
+    await settleSeeds();
+    for (const id of warmUp) await compactOnce(portal, proxy.timings, id);
 
-    const rows: Row[] = [];
-    for (const length of LENGTHS) {
-      const row: Row = { length, first: [], next: [], seedMs: 0 };
-      let last = '';
+    // Every conversation seeded first, then the lengths measured in turn within each run, so a
+    // slow moment of the machine falls on both sides of the comparison.
+    const rows: Row[] = LENGTHS.map((length) => ({ length, first: [], next: [], seedMs: 0 }));
+    const seeded = new Map<Row, string[]>();
+    for (const row of rows) {
+      const ids: string[] = [];
       for (let run = 0; run < RUNS; run++) {
-        const seeded = await seed(length);
-        row.seedMs += seeded.ms / RUNS;
-        row.first.push(await compactOnce(portal, proxy.timings, seeded.id));
-        last = seeded.id;
+        const { id, ms } = await seed(row.length);
+        row.seedMs += ms / RUNS;
+        ids.push(id);
       }
-      for (let run = 0; run < RUNS; run++) {
-        // One more turn, so `/compact` is allowed again; the summary covers the last one and it.
+      seeded.set(row, ids);
+    }
+    await settleSeeds();
+    for (let run = 0; run < RUNS; run++) {
+      for (const row of rows) row.first.push(await compactOnce(portal, proxy.timings, seeded.get(row)![run]));
+    }
+    for (let run = 0; run < RUNS; run++) {
+      for (const row of rows) {
+        // One more turn on the last one, so `/compact` is allowed again; the summary covers the
+        // previous summary and that turn.
+        const last = seeded.get(row)!.at(-1)!;
         await settledTurn(db, ORG, last, {
           text: `One more question ${run}`,
           blocks: [answer(`Answer ${run}.`)],
         });
         row.next.push(await compactOnce(portal, proxy.timings, last));
       }
-      rows.push(row);
+    }
+    for (const row of rows) {
       console.log(
-        `  ${length} turns: seeded in ${fmt(row.seedMs, 0)} ms each; first ${row.first.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; next ${row.next.map((s) => s.addedMs.toFixed(0)).join(', ')} ms`,
+        `  ${row.length} turns: seeded in ${fmt(row.seedMs, 0)} ms each; first ${row.first.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; next ${row.next.map((s) => s.addedMs.toFixed(0)).join(', ')} ms`,
       );
     }
     print(rows);

@@ -67,6 +67,8 @@ const MIN_REQUESTS_PAGE = 64;
  * page of the person's requests is the requests share over it, so one read fills it most often.
  */
 const REQUEST_TOKENS_GUESS = 16;
+/** The turns the warning about restored requests names. */
+const RESTORED_TURNS_LOGGED = 20;
 
 /**
  * Reads turns backwards from `beforeTurnN` in pages, oldest first, and returns `use` of what was
@@ -217,8 +219,11 @@ export class CompactionService {
     if (result.text.trim() === '') throw new Error('The summary call answered with no text');
     const { summary, restored } = finishSummary(result.text, prompt);
     if (restored.length > 0) {
+      // The first turns only: a summary that kept none of thousands would log them all.
+      const turns = restored.slice(0, RESTORED_TURNS_LOGGED).map((r) => r.turnN);
+      const more = restored.length > turns.length ? ', …' : '';
       this.logger.warn(
-        `turn ${turn.id}: restored ${restored.length} request(s) the summary left out (turns ${restored.map((r) => r.turnN).join(', ')})`,
+        `turn ${turn.id}: restored ${restored.length} request(s) the summary left out (turns ${turns.join(', ')}${more})`,
       );
     }
     const usage = result.usage && {

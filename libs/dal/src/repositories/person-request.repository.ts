@@ -69,7 +69,10 @@ export class PersonRequestRepository {
   /**
    * The newest `limit` requests of the conversation before `before` (a position: turn and seq)
    * and after the summary `after` (in the summary's own turn, only what follows it), oldest
-   * first, those that ask nothing included. One range scan of `person_requests_position_idx`.
+   * first, those that ask nothing included. One backward scan of `person_requests_position_idx`
+   * that stops after `limit` rows, whatever the statistics: they estimate a conversation's range
+   * of turns from every conversation's turn numbers, so a conversation with low ones looks short
+   * and would be planned as a bitmap read of all its requests and a sort.
    */
   async readBefore(
     orgId: string,
@@ -78,12 +81,16 @@ export class PersonRequestRepository {
   ): Promise<StoredRequest[]> {
     if (!isUuid(conversationId)) return [];
     const after = opts.after ? { turnN: opts.after.turnN, seq: opts.after.block.seq } : { turnN: 0, seq: 0 };
-    const rows: StoredRequest[] = await this.em.query(
-      `SELECT turn_n AS "turnN", seq, message_id AS "messageId", text, tokens FROM person_requests
-       WHERE conversation_id = $2 AND (turn_n, seq) > ($3, $4) AND (turn_n, seq) < ($5, $6) AND org_id = $1
-       ORDER BY turn_n DESC, seq DESC LIMIT $7`,
-      [orgId, conversationId, after.turnN, after.seq, opts.before.turnN, opts.before.seq, opts.limit],
-    );
+    const rows: StoredRequest[] = await this.em.transaction(async (em) => {
+      await em.query('SET LOCAL enable_bitmapscan = off');
+      return em.query(
+        `SELECT turn_n AS "turnN", seq, message_id AS "messageId", text, tokens FROM person_requests
+         WHERE conversation_id = $2 AND org_id = $1
+           AND turn_n >= $3 AND (turn_n > $3 OR seq > $4) AND turn_n <= $5 AND (turn_n < $5 OR seq < $6)
+         ORDER BY turn_n DESC, seq DESC LIMIT $7`,
+        [orgId, conversationId, after.turnN, after.seq, opts.before.turnN, opts.before.seq, opts.limit],
+      );
+    });
     return rows.reverse();
   }
 

@@ -131,7 +131,7 @@ export interface PlanNode {
 
 /** The scan nodes of a statement's executed plan, with the rows each returned over all its loops. */
 export async function planScans(
-  ds: DataSource,
+  ds: Pick<DataSource, 'query'>,
   sql: string,
   params: unknown[],
 ): Promise<{ type: string; relation: string; index?: string; rows: number }[]> {
@@ -150,4 +150,23 @@ export async function planScans(
   };
   walk(row['QUERY PLAN'][0].Plan);
   return out;
+}
+
+/**
+ * The scans of the SELECTs among `queries` (what one call sent, logged by QueryLog) as they ran:
+ * the statements replayed in one transaction, as the call's own, each SELECT explained.
+ */
+export async function replayedScans(
+  ds: DataSource,
+  queries: QueryLog['queries'],
+): Promise<{ type: string; relation: string; index?: string; rows: number }[][]> {
+  return ds.transaction(async (em) => {
+    const selects = [];
+    for (const q of queries) {
+      if (/^\s*(START TRANSACTION|BEGIN|COMMIT)/i.test(q.sql)) continue;
+      if (/^\s*SELECT/i.test(q.sql)) selects.push(await planScans(em, q.sql, q.params));
+      else await em.query(q.sql, q.params);
+    }
+    return selects;
+  });
 }
