@@ -7,6 +7,7 @@ import {
   startFakeOpenAI,
   startPortal,
   subscribeEvents,
+  type FakeAnswer,
   type FakeOpenAI,
   type FakeRequest,
   type RunningPortal,
@@ -60,12 +61,33 @@ function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
   return { summary: body.includes('You write the summary that replaces'), bytes: body.length };
 }
 
-/** An instant summary with the heading the prompt asks for. */
-function summaryAnswer(request: FakeRequest): string {
-  const all = JSON.stringify(request.body?.messages ?? []);
+/** Characters per streamed piece of the summary (see summaryAnswer). */
+const SUMMARY_PIECE_CHARS = 400;
+
+/**
+ * An instant summary as the prompt asks for it: its heading, then every request listed under
+ * "Requests to keep" copied as one bullet (the line standing for the requests left out included),
+ * so the worker checks them all and restores none, as with a model that follows the prompt. It is
+ * streamed in pieces of SUMMARY_PIECE_CHARS: word by word, the 85 KB summary of a long conversation
+ * is 15,000 stream events, whose parsing in the SDK (about 30 µs each here) a real model's writing
+ * time hides, and an instant one would charge to the portal.
+ */
+function summaryAnswer(request: FakeRequest): FakeAnswer {
+  const prompt = (request.body?.messages ?? [])
+    .map((m: { content?: unknown }) => String(m.content ?? ''))
+    .join('\n');
   const heading =
-    /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(all)?.[1] ?? 'Summary of turns 1–1';
-  return `${heading}\n## Requests\n- Turn 1: how did the regions do?\n## Work done\n- Looked the regions up.`;
+    /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(prompt)?.[1] ?? 'Summary of turns 1–1';
+  const listed = prompt.split('\n## Requests to keep')[1]?.split('\n## ')[0] ?? '';
+  const bullets: string[] = [];
+  for (const line of listed.split('\n')) {
+    const turn = /^(Turns? [\d–]+):$/.exec(line);
+    if (turn) bullets.push(`- ${turn[1]}:`);
+    else if (line.startsWith('>') && bullets.length > 0)
+      bullets.push(`${bullets.pop()} ${line.replace(/^> ?/, '')}`);
+  }
+  const text = `${heading}\n## Requests\n${bullets.join('\n')}\n## Work done\n- Looked the regions up.`;
+  return { text, chunkSize: SUMMARY_PIECE_CHARS };
 }
 
 // --- Numbers -----------------------------------------------------------------------------------

@@ -13,12 +13,13 @@ import {
   summaryHeading,
   summaryPromptBudget,
   summaryRequests,
+  turnLineTokens,
   type CompactionPrompt,
   type CompactionPromptInput,
 } from './compaction-prompt';
 import { resolveLimits } from './limits';
 import { summaryNote } from './memory';
-import { projectTokens, TokenCounter } from './tokens';
+import { projectTokens, textTokens, TokenCounter } from './tokens';
 import {
   assistant,
   chat,
@@ -314,6 +315,18 @@ describe('requests verbatim, bounded to SUMMARY_REQUESTS_SHARE of the context wi
       }
     });
 
+    it("measures a `Turn N:` line as the encoder counts it, for any turn's number of digits", () => {
+      const turns = [
+        ...Array.from({ length: 20_000 }, (_, n) => n),
+        99_999,
+        100_000,
+        123_456_789,
+        2 ** 31 - 1,
+      ];
+      const wrong = turns.filter((n) => turnLineTokens(n) !== textTokens(`Turn ${n}:\n`));
+      expect(wrong).toEqual([]);
+    });
+
     it('takes a stored count as it is, without counting the text again', () => {
       const requests = texts.map((t, i) => stored(i + 1, t));
       const contextWindow = 60 / limits.SUMMARY_REQUESTS_SHARE;
@@ -569,6 +582,7 @@ describe('finishSummary: requests verbatim are guaranteed', () => {
     ['every request present', sections('- Turn 1: Find the Q3 revenue.\n- Turn 3: Compare it with Q2.'), []],
     ['one missing', sections('- Turn 1: Find the Q3 revenue.'), [3]],
     ['all missing', sections('- The person asked about revenue.'), [1, 3]],
+    ['present out of order', sections('- Turn 3: Compare it  with\tQ2.\n- Turn 1: Find the Q3 revenue.'), []],
   ])('%s', (_name, answer, restored) => {
     const { summary, restored: missing } = finishSummary(answer, prompt);
     expect(missing.map((r) => r.turnN)).toEqual(restored);

@@ -255,7 +255,7 @@ function quote(
   const cost = (r: PersonRequest, quoted: string) => counter.count(requestEntry(r.turnN, quoted));
   for (let i = requests.length - 1; i >= 0; i--) {
     const r = requests[i];
-    const whole = r.tokens === undefined ? cost(r, r.text) : counter.count(turnLine(r.turnN)) + r.tokens;
+    const whole = r.tokens === undefined ? cost(r, r.text) : turnLineTokens(r.turnN) + r.tokens;
     if (!shortening && whole <= left) {
       left -= whole;
       out.push({ turnN: r.turnN, messageId: r.messageId, text: r.text, quoted: r.text, shortened: false });
@@ -416,6 +416,15 @@ function turnLine(turnN: number): string {
   return `Turn ${turnN}:\n`;
 }
 
+/**
+ * The tokens of `turnLine(turnN)` without encoding it: o200k splits it into `Turn`, ` `, the digits
+ * in groups of up to three and `:\n`, each one token (checked against the encoder in the tests). A
+ * first compaction of a long conversation measures thousands of them.
+ */
+export function turnLineTokens(turnN: number): number {
+  return 3 + Math.ceil(String(turnN).length / 3);
+}
+
 function quoteBlock(text: string): string {
   return text
     .split('\n')
@@ -574,7 +583,8 @@ export function buildCompactionPrompt(input: CompactionPromptInput): CompactionP
 // --- The answer ----------------------------------------------------------------------------------
 
 function normalise(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+  // Every run of white space as one space; a lone space, the most of them, is left as it is.
+  return text.replace(/\s{2,}|[^\S ]/g, ' ').trim();
 }
 
 function requestBullet(r: QuotedRequest): string {
@@ -610,7 +620,15 @@ export function finishSummary(
   if (first.test(lines[0] ?? '')) lines[0] = lines[0].replace(first, prompt.heading);
   else lines = [prompt.heading, '', ...lines];
   const present = normalise(lines.join('\n'));
-  const restored = prompt.requests.filter((r) => !present.includes(normalise(r.quoted)));
+  // A summary lists the requests in their order most often: each is looked for after the last one
+  // found, and in the whole summary only when it is not there, so checking thousands stays linear.
+  let after = 0;
+  const restored = prompt.requests.filter((r) => {
+    const quoted = normalise(r.quoted);
+    const at = present.indexOf(quoted, after);
+    if (at >= 0) after = at + quoted.length;
+    return at < 0 && !present.includes(quoted);
+  });
   const range = prompt.requestsLeftOut;
   const bullets = [
     ...(range && !present.includes(normalise(leftOutRequests(range)))

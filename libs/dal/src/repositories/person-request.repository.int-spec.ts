@@ -120,6 +120,22 @@ describe('PersonRequestRepository: what is stored with each message of the perso
     expect(await storedRows(conversationId)).toEqual(written);
     expect(await repo.recordStored({ conversationId })).toBe(0);
   });
+
+  it('stores the requests of several orgs in one batch, each row with the org of its message', async () => {
+    const ours = await newConversation(ds, ORG);
+    const theirs = await newConversation(ds, OTHER);
+    await settledTurn(ds, ORG, ours, { text: 'ours' });
+    await settledTurn(ds, OTHER, theirs, { text: 'theirs' });
+    await ds.query(`DELETE FROM person_requests WHERE conversation_id IN ($1, $2)`, [ours, theirs]);
+
+    expect(await new PersonRequestRepository(ds).recordStored()).toBe(2);
+    expect((await storedRows(ours)).map((r: { orgId: string; text: string }) => [r.orgId, r.text])).toEqual([
+      [ORG, 'ours'],
+    ]);
+    expect((await storedRows(theirs)).map((r: { orgId: string; text: string }) => [r.orgId, r.text])).toEqual(
+      [[OTHER, 'theirs']],
+    );
+  });
 });
 
 describe('PersonRequestRepository.readBefore', () => {

@@ -33,7 +33,7 @@ export class PersonRequestRepository {
 
   /** Stores the request of a message (once: a message already stored keeps its request). */
   async record(orgId: string, request: TypedRequest): Promise<void> {
-    await this.insert(orgId, [request]);
+    await this.insert([{ ...request, orgId }]);
   }
 
   /**
@@ -58,9 +58,7 @@ export class PersonRequestRepository {
          LIMIT ${STORED_BATCH}`,
         [opts.conversationId ?? null],
       );
-      const byOrg = new Map<string, TypedRequest[]>();
-      for (const row of rows) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), row]);
-      for (const [orgId, requests] of byOrg) await this.insert(orgId, requests);
+      await this.insert(rows);
       stored += rows.length;
       if (rows.length < STORED_BATCH) return stored;
     }
@@ -94,17 +92,16 @@ export class PersonRequestRepository {
     return rows.reverse();
   }
 
-  private async insert(orgId: string, requests: readonly TypedRequest[]): Promise<void> {
+  private async insert(requests: readonly (TypedRequest & { orgId: string })[]): Promise<void> {
+    if (requests.length === 0) return;
     const made = requests.map((r) => ({ ...r, ...personRequest(r.typed, r.steering) }));
     await this.em.query(
       `INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
-       SELECT r.message_id, $1, r.conversation_id, r.turn_n, r.seq, r.text, r.tokens
-       FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[])
-         AS r (message_id, conversation_id, turn_n, seq, text, tokens)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[])
        ON CONFLICT (message_id) DO NOTHING`,
       [
-        orgId,
         made.map((r) => r.messageId),
+        made.map((r) => r.orgId),
         made.map((r) => r.conversationId),
         made.map((r) => r.turnN),
         made.map((r) => r.seq),
