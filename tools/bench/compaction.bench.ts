@@ -24,13 +24,14 @@ import { startTimingProxy } from './timing-proxy.util';
  * straight into the portal's database with the prompt bench's set-based SQL (`seedConversation`:
  * each turn with 10 tool calls of 1,000-character results), then `/compact` is POSTed and timed
  * until the client receives `turn_finished`; the added time is that minus the summary call's time
- * at the proxy (request arrival to the end of the fake's answer). Two cases, median of RUNS each:
+ * at the proxy (request arrival to the end of the fake's answer). Three cases, median of RUNS each:
  *
  * 1. first compaction: a freshly seeded conversation, so the summary covers all N turns. The prompt
  *    fits the model's context window less the answer's share (the oldest turns are left out, the
  *    oldest requests past their share named by their turns), and the worker reads backwards only
- *    until it is full, so this must not grow with the length either;
- * 2. next compaction: one more turn after the previous `/compact` (which the rules require), so
+ *    until it is full, so this must not grow with the length either. The model keeps every request;
+ * 2. the same with a model that keeps none, so the worker restores them all;
+ * 3. next compaction: one more turn after the previous `/compact` (which the rules require), so
  *    the summary covers the previous summary and one turn. This is what must not grow with length.
  *
  * Options: `--runs=N` (default 5), `--lengths=50,5000` (the default; each ratio is to the first).
@@ -63,6 +64,8 @@ function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
 
 /** Characters per streamed piece of the summary (see summaryAnswer). */
 const SUMMARY_PIECE_CHARS = 400;
+/** Manual instructions after which the fake model keeps no request, so the worker restores them all. */
+const KEEP_NO_REQUEST = 'Bench: keep no request.';
 
 /**
  * An instant summary as the prompt asks for it: its heading, then every request listed under
@@ -70,7 +73,8 @@ const SUMMARY_PIECE_CHARS = 400;
  * so the worker checks them all and restores none, as with a model that follows the prompt. It is
  * streamed in pieces of SUMMARY_PIECE_CHARS: word by word, the 85 KB summary of a long conversation
  * is 15,000 stream events, whose parsing in the SDK (about 30 µs each here) a real model's writing
- * time hides, and an instant one would charge to the portal.
+ * time hides, and an instant one would charge to the portal. Asked with KEEP_NO_REQUEST, it keeps
+ * none: the worker's restoring path.
  */
 function summaryAnswer(request: FakeRequest): FakeAnswer {
   const prompt = (request.body?.messages ?? [])
@@ -78,7 +82,9 @@ function summaryAnswer(request: FakeRequest): FakeAnswer {
     .join('\n');
   const heading =
     /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(prompt)?.[1] ?? 'Summary of turns 1–1';
-  const listed = prompt.split('\n## Requests to keep')[1]?.split('\n## ')[0] ?? '';
+  const listed = prompt.includes(KEEP_NO_REQUEST)
+    ? ''
+    : (prompt.split('\n## Requests to keep')[1]?.split('\n## ')[0] ?? '');
   const bullets: string[] = [];
   for (const line of listed.split('\n')) {
     const turn = /^(Turns? [\d–]+):$/.exec(line);
@@ -113,6 +119,7 @@ async function compactOnce(
   portal: RunningPortal,
   timings: ProxyTiming[],
   conversationId: string,
+  text = '/compact',
 ): Promise<Sample> {
   const api = new ApiClient(portal.baseURL, API_KEY);
   const events = await subscribeEvents(
@@ -123,7 +130,7 @@ async function compactOnce(
   try {
     const seen = timings.length;
     const started = performance.now();
-    const res = await api.post(`/v1/conversations/${conversationId}/messages`, { text: '/compact' });
+    const res = await api.post(`/v1/conversations/${conversationId}/messages`, { text });
     if (res.status !== 202) throw new Error(`/compact: ${res.status} ${JSON.stringify(res.body)}`);
     const turnId = res.body.turnId as string;
     const finished = await events.waitFor(
@@ -146,6 +153,8 @@ async function compactOnce(
 interface Row {
   length: number;
   first: Sample[];
+  /** First compactions whose summary kept no request. */
+  restoring: Sample[];
   next: Sample[];
   seedMs: number;
 }
@@ -214,26 +223,32 @@ async function main(): Promise<void> {
 
     // Every conversation seeded first, then the lengths measured in turn within each run, so a
     // slow moment of the machine falls on both sides of the comparison.
-    const rows: Row[] = LENGTHS.map((length) => ({ length, first: [], next: [], seedMs: 0 }));
+    const rows: Row[] = LENGTHS.map((length) => ({ length, first: [], restoring: [], next: [], seedMs: 0 }));
     const seeded = new Map<Row, string[]>();
     for (const row of rows) {
       const ids: string[] = [];
-      for (let run = 0; run < RUNS; run++) {
+      for (let run = 0; run < 2 * RUNS; run++) {
         const { id, ms } = await seed(row.length);
-        row.seedMs += ms / RUNS;
+        row.seedMs += ms / (2 * RUNS);
         ids.push(id);
       }
       seeded.set(row, ids);
     }
     await settleSeeds();
     for (let run = 0; run < RUNS; run++) {
-      for (const row of rows) row.first.push(await compactOnce(portal, proxy.timings, seeded.get(row)![run]));
+      for (const row of rows) {
+        const ids = seeded.get(row)!;
+        row.first.push(await compactOnce(portal, proxy.timings, ids[run]));
+        row.restoring.push(
+          await compactOnce(portal, proxy.timings, ids[RUNS + run], `/compact ${KEEP_NO_REQUEST}`),
+        );
+      }
     }
     for (let run = 0; run < RUNS; run++) {
       for (const row of rows) {
         // One more turn on the last one, so `/compact` is allowed again; the summary covers the
         // previous summary and that turn.
-        const last = seeded.get(row)!.at(-1)!;
+        const last = seeded.get(row)![RUNS - 1];
         await settledTurn(db, ORG, last, {
           text: `One more question ${run}`,
           blocks: [answer(`Answer ${run}.`)],
@@ -243,7 +258,7 @@ async function main(): Promise<void> {
     }
     for (const row of rows) {
       console.log(
-        `  ${row.length} turns: seeded in ${fmt(row.seedMs, 0)} ms each; first ${row.first.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; next ${row.next.map((s) => s.addedMs.toFixed(0)).join(', ')} ms`,
+        `  ${row.length} turns: seeded in ${fmt(row.seedMs, 0)} ms each; first ${row.first.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; restoring ${row.restoring.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; next ${row.next.map((s) => s.addedMs.toFixed(0)).join(', ')} ms`,
       );
     }
     print(rows);
@@ -276,6 +291,9 @@ function print(rows: Row[]): void {
   line('  total ms', (r) => r.first, 'totalMs');
   line('  summary call at the fake, ms', (r) => r.first, 'modelMs');
   line('  summary prompt, KB', (r) => r.first, 'promptKB');
+  console.log('first compaction, the summary keeps no request (the worker restores every one)');
+  line('  added ms', (r) => r.restoring, 'addedMs');
+  line('  total ms', (r) => r.restoring, 'totalMs');
   console.log('next compaction (previous summary + 1 turn)');
   line('  added ms', (r) => r.next, 'addedMs');
   line('  total ms', (r) => r.next, 'totalMs');
