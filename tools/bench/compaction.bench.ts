@@ -19,8 +19,10 @@ import { startTimingProxy } from './timing-proxy.util';
 
 /**
  * `npm run bench:compaction`: the time the portal adds to a manual compaction (SPEC 5), for a
- * conversation of 50 turns against one of 5,000. The built services run as real processes (like the
- * end-to-end tests) with an instant fake model behind a timing proxy. Conversations are seeded
+ * conversation of 50 turns against one of 5,000, and one of 2,000 between them: a first compaction's
+ * requests section fills its share of the window at about 1,800 requests, so 2,000 against 5,000
+ * shows whether anything still grows once the window is full. The built services run as real
+ * processes (like the end-to-end tests) with an instant fake model behind a timing proxy. Conversations are seeded
  * straight into the portal's database with the prompt bench's set-based SQL (`seedConversation`:
  * each turn with 10 tool calls of 1,000-character results), then `/compact` is POSTed and timed
  * until the client receives `turn_finished`; the added time is that minus the summary call's time
@@ -29,12 +31,13 @@ import { startTimingProxy } from './timing-proxy.util';
  * 1. first compaction: a freshly seeded conversation, so the summary covers all N turns. The prompt
  *    fits the model's context window less the answer's share (the oldest turns are left out, the
  *    oldest requests past their share named by their turns), and the worker reads backwards only
- *    until it is full, so this must not grow with the length either. The model keeps every request;
+ *    until it is full, so what it reads and sends is bounded by the window, whatever the length. The
+ *    model keeps every request;
  * 2. the same with a model that keeps none, so the worker restores them all;
  * 3. next compaction: one more turn after the previous `/compact` (which the rules require), so
  *    the summary covers the previous summary and one turn. This is what must not grow with length.
  *
- * Options: `--runs=N` (default 5), `--lengths=50,5000` (the default; each ratio is to the first).
+ * Options: `--runs=N` (default 5), `--lengths=50,2000,5000` (the default; each ratio is to the first).
  */
 
 const arg = (name: string, fallback: number) => {
@@ -42,7 +45,7 @@ const arg = (name: string, fallback: number) => {
   return found ? Number(found.split('=')[1]) : fallback;
 };
 const RUNS = arg('runs', 5);
-const LENGTHS = (process.argv.find((a) => a.startsWith('--lengths='))?.split('=')[1] ?? '50,5000')
+const LENGTHS = (process.argv.find((a) => a.startsWith('--lengths='))?.split('=')[1] ?? '50,2000,5000')
   .split(',')
   .map(Number);
 const ROOT = path.resolve(__dirname, '..', '..');
