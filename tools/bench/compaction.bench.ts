@@ -22,11 +22,11 @@ import { startTimingProxy } from './timing-proxy.util';
  * conversation of 50 turns against one of 5,000, and one of 2,000 between them: a first compaction's
  * requests section fills its share of the window at about 1,800 requests, so 2,000 against 5,000
  * shows whether anything still grows once the window is full. The built services run as real
- * processes (like the end-to-end tests) with an instant fake model behind a timing proxy. Conversations are seeded
- * straight into the portal's database with the prompt bench's set-based SQL (`seedConversation`:
- * each turn with 10 tool calls of 1,000-character results), then `/compact` is POSTed and timed
- * until the client receives `turn_finished`; the added time is that minus the summary call's time
- * at the proxy (request arrival to the end of the fake's answer). Three cases, median of RUNS each:
+ * processes (like the end-to-end tests) with an instant fake model behind a timing proxy.
+ * Conversations are seeded straight into the portal's database with the prompt bench's set-based
+ * SQL (`seedConversation`: each turn with 10 tool calls of 1,000-character results), then
+ * `/compact` is POSTed and timed until the client receives `turn_finished`; the added time is that
+ * minus the summary call's time at the proxy (request arrival to the end of the fake's answer). Three cases, median of RUNS each:
  *
  * 1. first compaction: a freshly seeded conversation, so the summary covers all N turns. The prompt
  *    fits the model's context window less the answer's share (the oldest turns are left out, the
@@ -71,8 +71,8 @@ const SUMMARY_PIECE_CHARS = 400;
 const KEEP_NO_REQUEST = 'Bench: keep no request.';
 
 /**
- * An instant summary as the prompt asks for it: its heading, then every request listed under
- * "Requests to keep" copied as one bullet (the line standing for the requests left out included),
+ * An instant summary as the prompt asks for it: its heading, then the requests the earlier summary
+ * keeps, as it keeps them, and every request listed under "Requests to keep" copied as one bullet (the line standing for the requests left out included),
  * so the worker checks them all and restores none, as with a model that follows the prompt. It is
  * streamed in pieces of SUMMARY_PIECE_CHARS: word by word, the 85 KB summary of a long conversation
  * is 15,000 stream events, whose parsing in the SDK (about 30 µs each here) a real model's writing
@@ -80,7 +80,7 @@ const KEEP_NO_REQUEST = 'Bench: keep no request.';
  * none: the worker's restoring path.
  */
 function summaryAnswer(request: FakeRequest): FakeAnswer {
-  const prompt = (request.body?.messages ?? [])
+  const prompt: string = (request.body?.messages ?? [])
     .map((m: { content?: unknown }) => String(m.content ?? ''))
     .join('\n');
   const heading =
@@ -88,7 +88,9 @@ function summaryAnswer(request: FakeRequest): FakeAnswer {
   const listed = prompt.includes(KEEP_NO_REQUEST)
     ? ''
     : (prompt.split('\n## Requests to keep')[1]?.split('\n## ')[0] ?? '');
-  const bullets: string[] = [];
+  // The earlier summary's requests first, as it keeps them (it stands before the conversation).
+  const earlier = prompt.split('\n## Conversation')[0].split('\n');
+  const bullets = earlier.filter((line) => /^- Turns? [\d–]+: /.test(line));
   for (const line of listed.split('\n')) {
     const turn = /^(Turns? [\d–]+):$/.exec(line);
     if (turn) bullets.push(`- ${turn[1]}:`);
@@ -259,9 +261,11 @@ async function main(): Promise<void> {
         row.next.push(await compactOnce(portal, proxy.timings, last));
       }
     }
+    const added = (samples: Sample[]) => samples.map((s) => s.addedMs.toFixed(0)).join(', ');
     for (const row of rows) {
       console.log(
-        `  ${row.length} turns: seeded in ${fmt(row.seedMs, 0)} ms each; first ${row.first.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; restoring ${row.restoring.map((s) => s.addedMs.toFixed(0)).join(', ')} ms; next ${row.next.map((s) => s.addedMs.toFixed(0)).join(', ')} ms`,
+        `  ${row.length} turns: seeded in ${fmt(row.seedMs, 0)} ms each; first ${added(row.first)} ms; ` +
+          `restoring ${added(row.restoring)} ms; next ${added(row.next)} ms`,
       );
     }
     print(rows);
