@@ -36,6 +36,9 @@ import { startTimingProxy } from './timing-proxy.util';
  * 2. the same with a model that keeps none, so the worker restores them all;
  * 3. next compaction: one more turn after the previous `/compact` (which the rules require), so
  *    the summary covers the previous summary and one turn. This is what must not grow with length.
+ *    It carries the previous summary whole (SPEC 5.2), whose size the window bounds: so also
+ * 4. the next compaction of a conversation of the shortest length made to carry the longest one's
+ *    summary (its first summary answered with it): the same work at both lengths but the length.
  *
  * Options: `--runs=N` (default 5), `--lengths=50,2000,5000` (the default; each ratio is to the first).
  */
@@ -69,6 +72,10 @@ function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
 const SUMMARY_PIECE_CHARS = 400;
 /** Manual instructions after which the fake model keeps no request, so the worker restores them all. */
 const KEEP_NO_REQUEST = 'Bench: keep no request.';
+/** Manual instructions after which the fake model answers with `carried.summary` under the prompt's heading. */
+const ANSWER_CARRIED = 'Bench: answer with the carried summary.';
+/** The longest conversation's summary, once it has one: what a short conversation is made to carry. */
+const carried = { summary: '' };
 
 /**
  * An instant summary as the prompt asks for it: its heading, then the requests the earlier summary
@@ -85,6 +92,11 @@ function summaryAnswer(request: FakeRequest): FakeAnswer {
     .join('\n');
   const heading =
     /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(prompt)?.[1] ?? 'Summary of turns 1–1';
+  if (prompt.includes(ANSWER_CARRIED))
+    return {
+      text: `${heading}\n${carried.summary.split('\n').slice(1).join('\n')}`,
+      chunkSize: SUMMARY_PIECE_CHARS,
+    };
   const listed = prompt.includes(KEEP_NO_REQUEST)
     ? ''
     : (prompt.split('\n## Requests to keep')[1]?.split('\n## ')[0] ?? '');
@@ -164,6 +176,12 @@ interface Row {
   seedMs: number;
 }
 
+interface Carrying {
+  conversationId: string;
+  summaryKB: number;
+  next: Sample[];
+}
+
 async function main(): Promise<void> {
   execFileSync(process.execPath, [path.join(ROOT, 'tools', 'build-if-needed.js')], { stdio: 'inherit' });
   const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: summaryAnswer });
@@ -239,6 +257,7 @@ async function main(): Promise<void> {
       }
       seeded.set(row, ids);
     }
+    const carryingId = (await seed(LENGTHS[0])).id;
     await settleSeeds();
     for (let run = 0; run < RUNS; run++) {
       for (const row of rows) {
@@ -249,16 +268,27 @@ async function main(): Promise<void> {
         );
       }
     }
+    const longest = rows.at(-1)!;
+    carried.summary = await newestSummary(db, seeded.get(longest)![RUNS - 1]);
+    await compactOnce(portal, proxy.timings, carryingId, `/compact ${ANSWER_CARRIED}`);
+    const carrying: Carrying = {
+      conversationId: carryingId,
+      summaryKB: Buffer.byteLength(await newestSummary(db, carryingId)) / 1024,
+      next: [],
+    };
+    const nextOf = async (conversationId: string, run: number) => {
+      await settledTurn(db, ORG, conversationId, {
+        text: `One more question ${run}`,
+        blocks: [answer(`Answer ${run}.`)],
+      });
+      return compactOnce(portal!, proxy.timings, conversationId);
+    };
     for (let run = 0; run < RUNS; run++) {
+      carrying.next.push(await nextOf(carrying.conversationId, run));
       for (const row of rows) {
         // One more turn on the last one, so `/compact` is allowed again; the summary covers the
         // previous summary and that turn.
-        const last = seeded.get(row)![RUNS - 1];
-        await settledTurn(db, ORG, last, {
-          text: `One more question ${run}`,
-          blocks: [answer(`Answer ${run}.`)],
-        });
-        row.next.push(await compactOnce(portal, proxy.timings, last));
+        row.next.push(await nextOf(seeded.get(row)![RUNS - 1], run));
       }
     }
     const added = (samples: Sample[]) => samples.map((s) => s.addedMs.toFixed(0)).join(', ');
@@ -268,7 +298,10 @@ async function main(): Promise<void> {
           `restoring ${added(row.restoring)} ms; next ${added(row.next)} ms`,
       );
     }
-    print(rows);
+    console.log(
+      `  ${LENGTHS[0]} turns carrying the ${longest.length}-turn summary: next ${added(carrying.next)} ms`,
+    );
+    print(rows, carrying);
   } finally {
     if (ds?.isInitialized) await ds.destroy();
     await portal?.stop();
@@ -278,7 +311,19 @@ async function main(): Promise<void> {
   }
 }
 
-function print(rows: Row[]): void {
+/** The text of the newest summary in a conversation. */
+async function newestSummary(db: DataSource, conversationId: string): Promise<string> {
+  const [row]: { summary: string }[] = await db.query(
+    `SELECT payload->>'summary' AS summary FROM blocks
+     WHERE org_id = $1 AND conversation_id = $2 AND kind = 'compaction'
+     ORDER BY turn_n DESC, seq DESC LIMIT 1`,
+    [ORG, conversationId],
+  );
+  if (!row) throw new Error(`conversation ${conversationId} has no summary`);
+  return row.summary;
+}
+
+function print(rows: Row[], carrying: Carrying): void {
   const line = (label: string, pick: (r: Row) => Sample[], field: keyof Sample) => {
     const values = rows.map((r) => median(pick(r).map((s) => s[field])));
     const ratios = values.slice(1).map((v) => `${fmt(v / values[0], 9)}x`);
@@ -306,6 +351,18 @@ function print(rows: Row[]): void {
   line('  total ms', (r) => r.next, 'totalMs');
   line('  summary call at the fake, ms', (r) => r.next, 'modelMs');
   line('  summary prompt, KB', (r) => r.next, 'promptKB');
+  const longest = rows.at(-1)!;
+  const [short, long] = [carrying.next, longest.next].map((samples) => median(samples.map((s) => s.addedMs)));
+  const [shortKB, longKB] = [carrying.next, longest.next].map((samples) =>
+    median(samples.map((s) => s.promptKB)),
+  );
+  console.log(
+    `next compaction carrying the same summary (${carrying.summaryKB.toFixed(1)} KB): ${rows[0].length} turns against ${longest.length}`,
+  );
+  console.log(`${'  added ms'.padEnd(44)}${fmt(short)}${fmt(long)}${fmt(long / short, 9)}x`);
+  console.log(
+    `${'  summary prompt, KB'.padEnd(44)}${fmt(shortKB)}${fmt(longKB)}${fmt(longKB / shortKB, 9)}x`,
+  );
 }
 
 if (require.main === module) {
