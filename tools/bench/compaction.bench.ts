@@ -36,9 +36,16 @@ import { startTimingProxy } from './timing-proxy.util';
  * 2. the same with a model that keeps none, so the worker restores them all;
  * 3. next compaction: one more turn after the previous `/compact` (which the rules require), so
  *    the summary covers the previous summary and one turn. This is what must not grow with length.
- *    It carries the previous summary whole (SPEC 5.2), whose size the window bounds: so also
- * 4. the next compaction of a conversation of the shortest length made to carry the longest one's
- *    summary (its first summary answered with it): the same work at both lengths but the length.
+ *
+ * What a compaction reads and writes grows with its requests section (every request verbatim, up to
+ * SUMMARY_REQUESTS_SHARE of the window) and with the summary it carries (whole), both bounded by the
+ * window, so the time grows from the shortest length until they are full, then stays flat. The
+ * last section isolates the length: conversations of the shortest length made to do the longest
+ * one's work, side by side with it:
+ * 4. first compaction, every request of the short conversation long enough (REQUEST_TAIL) that the
+ *    requests fill their share, as the longest conversation's do;
+ * 5. next compaction, the short conversation carrying the longest one's summary (its first summary
+ *    answered with it by the fake model).
  *
  * Options: `--runs=N` (default 5), `--lengths=50,2000,5000` (the default; each ratio is to the first).
  */
@@ -76,6 +83,12 @@ const KEEP_NO_REQUEST = 'Bench: keep no request.';
 const ANSWER_CARRIED = 'Bench: answer with the carried summary.';
 /** The longest conversation's summary, once it has one: what a short conversation is made to carry. */
 const carried = { summary: '' };
+/**
+ * Appended to every request of the short conversations of case 4: its requests (about 800 tokens
+ * each) then take 1.2 × the requests share of the bench model's window, so the oldest are
+ * shortened, as the longest conversation's oldest are left out.
+ */
+const REQUEST_TAIL = Array.from({ length: 110 }, (_, i) => ` Also region ${i % 7}, page ${i}?`).join('');
 
 /**
  * An instant summary as the prompt asks for it: its heading, then the requests the earlier summary
@@ -176,10 +189,11 @@ interface Row {
   seedMs: number;
 }
 
-interface Carrying {
-  conversationId: string;
-  summaryKB: number;
-  next: Sample[];
+/** The shortest length made to do the longest one's work (cases 4 and 5). */
+interface LengthAlone {
+  longRequests: Sample[];
+  carrying: Sample[];
+  carriedKB: number;
 }
 
 async function main(): Promise<void> {
@@ -224,9 +238,9 @@ async function main(): Promise<void> {
     ds = await createDataSource(portal.database.url).initialize();
     const db = ds;
 
-    const seed = async (length: number) => {
+    const seed = async (length: number, requestTail = '') => {
       const started = performance.now();
-      const id = await seedConversation(db, length);
+      const id = await seedConversation(db, length, requestTail);
       return { id, ms: performance.now() - started };
     };
     // The seeds' tables as autovacuum keeps them in production (statistics, so the planner's
@@ -257,9 +271,13 @@ async function main(): Promise<void> {
       }
       seeded.set(row, ids);
     }
+    const longRequestIds: string[] = [];
+    for (let run = 0; run < RUNS; run++) longRequestIds.push((await seed(LENGTHS[0], REQUEST_TAIL)).id);
     const carryingId = (await seed(LENGTHS[0])).id;
     await settleSeeds();
+    const alone: LengthAlone = { longRequests: [], carrying: [], carriedKB: NaN };
     for (let run = 0; run < RUNS; run++) {
+      alone.longRequests.push(await compactOnce(portal, proxy.timings, longRequestIds[run]));
       for (const row of rows) {
         const ids = seeded.get(row)!;
         row.first.push(await compactOnce(portal, proxy.timings, ids[run]));
@@ -271,11 +289,7 @@ async function main(): Promise<void> {
     const longest = rows.at(-1)!;
     carried.summary = await newestSummary(db, seeded.get(longest)![RUNS - 1]);
     await compactOnce(portal, proxy.timings, carryingId, `/compact ${ANSWER_CARRIED}`);
-    const carrying: Carrying = {
-      conversationId: carryingId,
-      summaryKB: Buffer.byteLength(await newestSummary(db, carryingId)) / 1024,
-      next: [],
-    };
+    alone.carriedKB = Buffer.byteLength(await newestSummary(db, carryingId)) / 1024;
     const nextOf = async (conversationId: string, run: number) => {
       await settledTurn(db, ORG, conversationId, {
         text: `One more question ${run}`,
@@ -284,7 +298,7 @@ async function main(): Promise<void> {
       return compactOnce(portal!, proxy.timings, conversationId);
     };
     for (let run = 0; run < RUNS; run++) {
-      carrying.next.push(await nextOf(carrying.conversationId, run));
+      alone.carrying.push(await nextOf(carryingId, run));
       for (const row of rows) {
         // One more turn on the last one, so `/compact` is allowed again; the summary covers the
         // previous summary and that turn.
@@ -299,9 +313,10 @@ async function main(): Promise<void> {
       );
     }
     console.log(
-      `  ${LENGTHS[0]} turns carrying the ${longest.length}-turn summary: next ${added(carrying.next)} ms`,
+      `  ${LENGTHS[0]} turns doing the ${longest.length}-turn work: first (long requests) ` +
+        `${added(alone.longRequests)} ms; next (carrying its summary) ${added(alone.carrying)} ms`,
     );
-    print(rows, carrying);
+    print(rows, alone);
   } finally {
     if (ds?.isInitialized) await ds.destroy();
     await portal?.stop();
@@ -323,7 +338,7 @@ async function newestSummary(db: DataSource, conversationId: string): Promise<st
   return row.summary;
 }
 
-function print(rows: Row[], carrying: Carrying): void {
+function print(rows: Row[], alone: LengthAlone): void {
   const line = (label: string, pick: (r: Row) => Sample[], field: keyof Sample) => {
     const values = rows.map((r) => median(pick(r).map((s) => s[field])));
     const ratios = values.slice(1).map((v) => `${fmt(v / values[0], 9)}x`);
@@ -352,17 +367,20 @@ function print(rows: Row[], carrying: Carrying): void {
   line('  summary call at the fake, ms', (r) => r.next, 'modelMs');
   line('  summary prompt, KB', (r) => r.next, 'promptKB');
   const longest = rows.at(-1)!;
-  const [short, long] = [carrying.next, longest.next].map((samples) => median(samples.map((s) => s.addedMs)));
-  const [shortKB, longKB] = [carrying.next, longest.next].map((samples) =>
-    median(samples.map((s) => s.promptKB)),
-  );
+  const pair = (label: string, short: Sample[], long: Sample[], field: keyof Sample) => {
+    const [a, b] = [short, long].map((samples) => median(samples.map((s) => s[field])));
+    console.log(`${label.padEnd(44)}${fmt(a)}${fmt(b)}${fmt(b / a, 9)}x`);
+  };
+  console.log(`the length alone: ${rows[0].length} turns doing the work of ${longest.length}`);
   console.log(
-    `next compaction carrying the same summary (${carrying.summaryKB.toFixed(1)} KB): ${rows[0].length} turns against ${longest.length}`,
+    `${''.padEnd(44)}${`${rows[0].length} turns`.padStart(12)}${`${longest.length} turns`.padStart(12)}${'ratio'.padStart(10)}`,
   );
-  console.log(`${'  added ms'.padEnd(44)}${fmt(short)}${fmt(long)}${fmt(long / short, 9)}x`);
-  console.log(
-    `${'  summary prompt, KB'.padEnd(44)}${fmt(shortKB)}${fmt(longKB)}${fmt(longKB / shortKB, 9)}x`,
-  );
+  console.log('first compaction, the requests filling their share');
+  pair('  added ms', alone.longRequests, longest.first, 'addedMs');
+  pair('  summary prompt, KB', alone.longRequests, longest.first, 'promptKB');
+  console.log(`next compaction, carrying the same summary (${alone.carriedKB.toFixed(1)} KB)`);
+  pair('  added ms', alone.carrying, longest.next, 'addedMs');
+  pair('  summary prompt, KB', alone.carrying, longest.next, 'promptKB');
 }
 
 if (require.main === module) {

@@ -46,8 +46,9 @@ const ANSWER_SEQ = FIRST_RESULT_SEQ + CALLS_PER_TURN;
  * under its `tr_<16 hex>` ref) and the answer, the blocks numbered on from 2 across the turn.
  * Payloads are the domain blocks less id, seq and kind (toBlockPayload). Shapes follow the prompt
  * bench's in-memory turns. Then the person's requests (`person_requests`) from those messages.
+ * `requestTail` is appended to every question (the compaction bench's long requests).
  */
-export async function seedConversation(ds: DataSource, length: number): Promise<string> {
+export async function seedConversation(ds: DataSource, length: number, requestTail = ''): Promise<string> {
   const conversationId = await newConversation(ds, ORG);
   await ds.transaction(async (em) => {
     await em.query(
@@ -88,7 +89,7 @@ export async function seedConversation(ds: DataSource, length: number): Promise<
        SELECT $1, $2, b.turn_id, b.n, b.message_id, b.seq, b.kind, b.payload
        FROM (
          SELECT id AS turn_id, n, user_message_id AS message_id, 1 AS seq, 'text' AS kind,
-           jsonb_build_object('text', format('Question %s: how did region %s do?', n, n % 7),
+           jsonb_build_object('text', format('Question %s: how did region %s do?', n, n % 7) || $9,
              'narration', false, 'steering', false) AS payload
          FROM turn
          UNION ALL
@@ -123,6 +124,7 @@ export async function seedConversation(ds: DataSource, length: number): Promise<
         FIRST_USE_SEQ,
         FIRST_RESULT_SEQ,
         ANSWER_SEQ,
+        requestTail,
       ],
     );
   });
