@@ -35,17 +35,15 @@ import { startTimingProxy } from './timing-proxy.util';
  *    model keeps every request;
  * 2. the same with a model that keeps none, so the worker restores them all;
  * 3. next compaction: one more turn after the previous `/compact` (which the rules require), so
- *    the summary covers the previous summary and one turn. This is what must not grow with length.
+ *    the summary covers the previous summary and one turn; it lists the requests from turn 1 again,
+ *    within their share. This is what must not grow with length.
  *
  * What a compaction reads and writes grows with its requests section (every request verbatim, up to
  * SUMMARY_REQUESTS_SHARE of the window) and with the summary it carries (whole), both bounded by the
  * window, so the time grows from the shortest length until they are full, then stays flat. The
- * last section isolates the length: conversations of the shortest length made to do the longest
- * one's work, side by side with it:
- * 4. first compaction, every request of the short conversation long enough (REQUEST_TAIL) that the
- *    requests fill their share, as the longest conversation's do;
- * 5. next compaction, the short conversation carrying the longest one's summary (its first summary
- *    answered with it by the fake model).
+ * last section isolates the length: conversations of the shortest length whose every request is
+ * long enough (REQUEST_TAIL) that their requests fill the share, as the longest conversation's do,
+ * side by side with it: 4. their first compaction, and 5. the next one of the last of them.
  *
  * Options: `--runs=N` (default 5), `--lengths=50,2000,5000` (the default; each ratio is to the first).
  */
@@ -79,20 +77,17 @@ function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
 const SUMMARY_PIECE_CHARS = 400;
 /** Manual instructions after which the fake model keeps no request, so the worker restores them all. */
 const KEEP_NO_REQUEST = 'Bench: keep no request.';
-/** Manual instructions after which the fake model answers with `carried.summary` under the prompt's heading. */
-const ANSWER_CARRIED = 'Bench: answer with the carried summary.';
-/** The longest conversation's summary, once it has one: what a short conversation is made to carry. */
-const carried = { summary: '' };
 /**
- * Appended to every request of the short conversations of case 4: its requests (about 800 tokens
+ * Appended to every request of the short conversations of cases 4 and 5: their requests (about 800 tokens
  * each) then take 1.2 × the requests share of the bench model's window, so the oldest are
  * shortened, as the longest conversation's oldest are left out.
  */
 const REQUEST_TAIL = Array.from({ length: 110 }, (_, i) => ` Also region ${i % 7}, page ${i}?`).join('');
 
 /**
- * An instant summary as the prompt asks for it: its heading, then the requests the earlier summary
- * keeps, as it keeps them, and every request listed under "Requests to keep" copied as one bullet (the line standing for the requests left out included),
+ * An instant summary as the prompt asks for it: its heading, then (when the prompt asks for them)
+ * the requests the earlier summary keeps, as it keeps them, and every request listed under
+ * "Requests to keep" copied as one bullet (the line standing for the requests left out included),
  * so the worker checks them all and restores none, as with a model that follows the prompt. It is
  * streamed in pieces of SUMMARY_PIECE_CHARS: word by word, the 85 KB summary of a long conversation
  * is 15,000 stream events, whose parsing in the SDK (about 30 µs each here) a real model's writing
@@ -105,16 +100,14 @@ function summaryAnswer(request: FakeRequest): FakeAnswer {
     .join('\n');
   const heading =
     /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(prompt)?.[1] ?? 'Summary of turns 1–1';
-  if (prompt.includes(ANSWER_CARRIED))
-    return {
-      text: `${heading}\n${carried.summary.split('\n').slice(1).join('\n')}`,
-      chunkSize: SUMMARY_PIECE_CHARS,
-    };
   const listed = prompt.includes(KEEP_NO_REQUEST)
     ? ''
     : (prompt.split('\n## Requests to keep')[1]?.split('\n## ')[0] ?? '');
-  // The earlier summary's requests first, as it keeps them (it stands before the conversation).
-  const earlier = prompt.split('\n## Conversation')[0].split('\n');
+  // The earlier summary's requests first, as it keeps them (it stands before the conversation),
+  // when they are not listed.
+  const earlier = prompt.includes('the requests the earlier summary keeps, as it keeps them')
+    ? prompt.split('\n## Conversation')[0].split('\n')
+    : [];
   const bullets = earlier.filter((line) => /^- Turns? [\d–]+: /.test(line));
   for (const line of listed.split('\n')) {
     const turn = /^(Turns? [\d–]+):$/.exec(line);
@@ -191,9 +184,8 @@ interface Row {
 
 /** The shortest length made to do the longest one's work (cases 4 and 5). */
 interface LengthAlone {
-  longRequests: Sample[];
-  carrying: Sample[];
-  carriedKB: number;
+  first: Sample[];
+  next: Sample[];
 }
 
 async function main(): Promise<void> {
@@ -273,11 +265,10 @@ async function main(): Promise<void> {
     }
     const longRequestIds: string[] = [];
     for (let run = 0; run < RUNS; run++) longRequestIds.push((await seed(LENGTHS[0], REQUEST_TAIL)).id);
-    const carryingId = (await seed(LENGTHS[0])).id;
     await settleSeeds();
-    const alone: LengthAlone = { longRequests: [], carrying: [], carriedKB: NaN };
+    const alone: LengthAlone = { first: [], next: [] };
     for (let run = 0; run < RUNS; run++) {
-      alone.longRequests.push(await compactOnce(portal, proxy.timings, longRequestIds[run]));
+      alone.first.push(await compactOnce(portal, proxy.timings, longRequestIds[run]));
       for (const row of rows) {
         const ids = seeded.get(row)!;
         row.first.push(await compactOnce(portal, proxy.timings, ids[run]));
@@ -286,10 +277,6 @@ async function main(): Promise<void> {
         );
       }
     }
-    const longest = rows.at(-1)!;
-    carried.summary = await newestSummary(db, seeded.get(longest)![RUNS - 1]);
-    await compactOnce(portal, proxy.timings, carryingId, `/compact ${ANSWER_CARRIED}`);
-    alone.carriedKB = Buffer.byteLength(await newestSummary(db, carryingId)) / 1024;
     const nextOf = async (conversationId: string, run: number) => {
       await settledTurn(db, ORG, conversationId, {
         text: `One more question ${run}`,
@@ -298,7 +285,7 @@ async function main(): Promise<void> {
       return compactOnce(portal!, proxy.timings, conversationId);
     };
     for (let run = 0; run < RUNS; run++) {
-      alone.carrying.push(await nextOf(carryingId, run));
+      alone.next.push(await nextOf(longRequestIds[RUNS - 1], run));
       for (const row of rows) {
         // One more turn on the last one, so `/compact` is allowed again; the summary covers the
         // previous summary and that turn.
@@ -313,8 +300,7 @@ async function main(): Promise<void> {
       );
     }
     console.log(
-      `  ${LENGTHS[0]} turns doing the ${longest.length}-turn work: first (long requests) ` +
-        `${added(alone.longRequests)} ms; next (carrying its summary) ${added(alone.carrying)} ms`,
+      `  ${LENGTHS[0]} turns of long requests: first ${added(alone.first)} ms; next ${added(alone.next)} ms`,
     );
     print(rows, alone);
   } finally {
@@ -324,18 +310,6 @@ async function main(): Promise<void> {
     await new Promise((resolve) => proxy.server.close(resolve));
     await fake.close();
   }
-}
-
-/** The text of the newest summary in a conversation. */
-async function newestSummary(db: DataSource, conversationId: string): Promise<string> {
-  const [row]: { summary: string }[] = await db.query(
-    `SELECT payload->>'summary' AS summary FROM blocks
-     WHERE org_id = $1 AND conversation_id = $2 AND kind = 'compaction'
-     ORDER BY turn_n DESC, seq DESC LIMIT 1`,
-    [ORG, conversationId],
-  );
-  if (!row) throw new Error(`conversation ${conversationId} has no summary`);
-  return row.summary;
 }
 
 function print(rows: Row[], alone: LengthAlone): void {
@@ -376,11 +350,11 @@ function print(rows: Row[], alone: LengthAlone): void {
     `${''.padEnd(44)}${`${rows[0].length} turns`.padStart(12)}${`${longest.length} turns`.padStart(12)}${'ratio'.padStart(10)}`,
   );
   console.log('first compaction, the requests filling their share');
-  pair('  added ms', alone.longRequests, longest.first, 'addedMs');
-  pair('  summary prompt, KB', alone.longRequests, longest.first, 'promptKB');
-  console.log(`next compaction, carrying the same summary (${alone.carriedKB.toFixed(1)} KB)`);
-  pair('  added ms', alone.carrying, longest.next, 'addedMs');
-  pair('  summary prompt, KB', alone.carrying, longest.next, 'promptKB');
+  pair('  added ms', alone.first, longest.first, 'addedMs');
+  pair('  summary prompt, KB', alone.first, longest.first, 'promptKB');
+  console.log('next compaction, the requests filling their share');
+  pair('  added ms', alone.next, longest.next, 'addedMs');
+  pair('  summary prompt, KB', alone.next, longest.next, 'promptKB');
 }
 
 if (require.main === module) {

@@ -24,9 +24,11 @@ import { priceUsage, type ModelEntry } from '@portal/model';
 import {
   leftOutRequests,
   projectTokens,
+  requestsShare,
   resolveLimits,
   summaryNote,
   summaryPromptBudget,
+  textTokens,
   type ChatRequest,
 } from '@portal/prompt';
 import { ConversationEvents, QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
@@ -193,6 +195,18 @@ async function finished(jobId: string): Promise<void> {
 
 const eventTypes = async (conversationId: string) =>
   (await events.readAfter(conversationId, '0-0')).map((e) => e.event);
+
+/** `/compact` opened and run on `model`: the compaction block of its turn. */
+async function manualCompaction(conversationId: string, model: ModelEntry): Promise<CompactionBlock> {
+  const opened = await requests.open(ORG, {
+    conversationId,
+    text: '/compact',
+    effort: 'low',
+    model: model.id,
+  });
+  await finished(opened.jobId);
+  return (await blocks().listTurnMessages(ORG, opened.turn.id))[1].blocks[0] as CompactionBlock;
+}
 
 const lastRequest = () => fake.requests.at(-1)!.body;
 const context = () => ({
@@ -442,27 +456,27 @@ describe('AUTO through CompactionClient', () => {
 });
 
 describe('a second compaction', () => {
+  const FIRST_REQUESTS =
+    '## Requests\n- Turn 1: Find the Q3 revenue in the report.\n- Turn 2: Compare it with Q2.';
+
+  /** Two turns, then their `/compact` with the model answering `summary`: the compaction block. */
+  async function compactTwoTurns(id: string, summary: string): Promise<CompactionBlock> {
+    await twoTurns(id);
+    fake.enqueue(summary);
+    return manualCompaction(id, MODEL);
+  }
+
   it('carries the first summary by its note and covers turns 1–N', async () => {
     const id = await conversation();
-    await twoTurns(id);
-    fake.enqueue(
-      'Summary of turns 1–2\n\n## Requests\n- Turn 1: Find the Q3 revenue in the report.\n- Turn 2: Compare it with Q2.\n\n## Facts\n- FIRST_FACT',
+    const first = await compactTwoTurns(
+      id,
+      `Summary of turns 1–2\n\n${FIRST_REQUESTS}\n\n## Facts\n- FIRST_FACT`,
     );
-    const opened = await requests.open(ORG, {
-      conversationId: id,
-      text: '/compact',
-      effort: 'low',
-      model: MODEL.id,
-    });
-    await finished(opened.jobId);
-    const first = (await blocks().listTurnMessages(ORG, opened.turn.id))[1].blocks[0] as CompactionBlock;
 
     await addTurn(id, 'Turn four asks for the Q4 outlook.', () => [text('Q4 looks flat.')]);
     const running = await addTurn(id, 'Turn five drafts the board memo.', () => [], 'running');
     // No opening line: the worker adds it.
-    fake.enqueue(
-      '## Requests\n- Turn 1: Find the Q3 revenue in the report.\n- Turn 2: Compare it with Q2.\n\n## Facts\n- FIRST_FACT',
-    );
+    fake.enqueue(`${FIRST_REQUESTS}\n\n## Facts\n- FIRST_FACT`);
     const second = await client.compact(ORG, running.id);
 
     const body = lastRequest();
@@ -476,6 +490,29 @@ describe('a second compaction', () => {
     expect(second.summary.startsWith('Summary of turns 1–5\n')).toBe(true);
     for (const request of ['Turn four asks for the Q4 outlook.', 'Turn five drafts the board memo.'])
       expect(second.summary).toContain(request);
+  });
+
+  it("keeps the requests of every turn: one the model dropped from the first summary's is restored", async () => {
+    const id = await conversation();
+    await compactTwoTurns(id, `Summary of turns 1–2\n\n${FIRST_REQUESTS}`);
+
+    const running = await addTurn(id, 'Turn four drafts the board memo.', () => [], 'running');
+    // The model keeps only the newest request: the first summary's are gone from its answer.
+    fake.enqueue('Summary of turns 1–4\n\n## Requests\n- Turn 4: Turn four drafts the board memo.');
+    const second = await client.compact(ORG, running.id);
+
+    const body = lastRequest();
+    const listed = (body.messages[1].content as string).split('## Requests to keep')[1];
+    for (const request of [
+      'Find the Q3 revenue in the report.',
+      'Compare it with Q2.',
+      'Turn four drafts the board memo.',
+    ])
+      expect(listed).toContain(`> ${request}`);
+    expect(body.messages[0].content).toContain('Its requests are listed again under "Requests to keep"');
+    const section = second.summary.split('## Requests')[1];
+    expect(section.indexOf('- Turn 1: Find the Q3 revenue in the report.')).toBeGreaterThan(-1);
+    expect(section.indexOf('- Turn 2: Compare it with Q2.')).toBeGreaterThan(-1);
   });
 });
 
@@ -525,5 +562,23 @@ describe('a long conversation', () => {
     expect(block.summary).toContain(`- Turns 1–${range.to}: ${leftOutRequests(range)}`);
     for (let n = range.to + 1; n <= 1_000; n++)
       expect(block.summary).toContain(`- Turn ${n}: Question ${n}:`);
+  });
+
+  it('keeps its requests section within the share after a second compaction, the newest requests whole', async () => {
+    const id = await longConversation(1_000);
+    const compact = async (covered: number) => {
+      fake.enqueue(`Summary of turns 1–${covered}\n\n## Requests\n- none kept by the model`);
+      return (await manualCompaction(id, SMALL)).summary.split('## Requests')[1];
+    };
+    const first = await compact(1_000);
+    await addTurn(id, 'Question 1002: and the totals?', () => [text('They grew.')]);
+    const second = await compact(1_002);
+
+    const share = requestsShare(SMALL.contextWindow, resolveLimits());
+    for (const section of [first, second]) expect(textTokens(section)).toBeLessThanOrEqual(share * 1.1);
+    // The newest requests, before the first summary too, whole; the oldest named by their turns.
+    for (const n of [1_000, 999, 998]) expect(second).toContain(`- Turn ${n}: Question ${n}: how did region`);
+    expect(second).toContain('- Turn 1002: Question 1002: and the totals?');
+    expect(second).toMatch(/- Turns 1–\d+: \[the requests of turns 1–\d+ are not quoted/);
   });
 });

@@ -21,7 +21,6 @@ import {
   isTerminal,
   type Block,
   type CompactionBlock,
-  type MemoryWindow,
   type Turn,
   type TurnTranscript,
 } from '@portal/domain';
@@ -240,10 +239,10 @@ export class CompactionService {
   }
 
   /**
-   * The summary prompt from a bounded read (SPEC 5.2): the newest summary, then the person's
-   * requests and the settled turns after it, each read backwards in pages until the prompt leaves
-   * some of them out or none is left. The prompt fits the model's context window, so what is read
-   * follows the window, not the length of the conversation.
+   * The summary prompt from a bounded read (SPEC 5.2): the newest summary, the person's requests
+   * from turn 1 and the settled turns after the summary, each read backwards in pages until the
+   * prompt leaves some of them out or none is left. The prompt fits the model's context window, so
+   * what is read follows the window, not the length of the conversation.
    */
   private async prompt(orgId: string, turn: Turn, input: CompactionPromptInput): Promise<CompactionPrompt> {
     const windows = new WindowRepository(this.deps.db);
@@ -253,7 +252,7 @@ export class CompactionService {
       turnsReplayed: 0,
       beforeTurnN: turn.n,
     });
-    const people = await this.requests(orgId, turn, summary, input);
+    const people = await this.requests(orgId, turn, input);
     return readBackwards(
       turn.n,
       // A page that reached the summary's turn is the last: before it, an older summary would answer.
@@ -267,24 +266,21 @@ export class CompactionService {
   }
 
   /**
-   * The person's requests in the settled turns after `summary`, read backwards in pages until the
+   * The person's requests in the settled turns from turn 1, read backwards in pages until the
    * requests share leaves some out or none is left; only those from the newest turn whose requests
-   * are left out on, since older ones change nothing.
+   * are left out on, since older ones change nothing. Every summary keeps them all within their
+   * share, so a request an earlier summary kept is checked again, and the share bounds the section
+   * however many summaries came before.
    */
-  private async requests(
-    orgId: string,
-    turn: Turn,
-    summary: MemoryWindow['summary'],
-    input: CompactionPromptInput,
-  ): Promise<StoredRequest[]> {
+  private async requests(orgId: string, turn: Turn, input: CompactionPromptInput): Promise<StoredRequest[]> {
     const stored = new PersonRequestRepository(this.deps.db);
     const share = requestsShare(input.contextWindow, input.limits);
     let read: StoredRequest[] = [];
     for (let limit = Math.max(MIN_REQUESTS_PAGE, Math.ceil(share / REQUEST_TOKENS_GUESS)); ;) {
       const before = read[0] ?? { turnN: turn.n, seq: 0 };
-      const page = await stored.readBefore(orgId, turn.conversationId, { after: summary, before, limit });
+      const page = await stored.readBefore(orgId, turn.conversationId, { after: null, before, limit });
       read = [...page, ...read];
-      const asked = summaryRequests({ ...input, window: { summary, turns: [] }, people: read });
+      const asked = summaryRequests({ ...input, people: read });
       const { leftOut } = asked;
       if (leftOut) return read.filter((r) => r.turnN >= leftOut.to);
       if (page.length < limit) return read;
