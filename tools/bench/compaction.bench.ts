@@ -26,7 +26,8 @@ import { startTimingProxy } from './timing-proxy.util';
  * Conversations are seeded straight into the portal's database with the prompt bench's set-based
  * SQL (`seedConversation`: each turn with 10 tool calls of 1,000-character results), then
  * `/compact` is POSTed and timed until the client receives `turn_finished`; the added time is that
- * minus the summary call's time at the proxy (request arrival to the end of the fake's answer). Three cases, median of RUNS each:
+ * minus the summary call's time at the proxy (request arrival to the end of the fake's answer).
+ * Five cases, median of RUNS each:
  *
  * 1. first compaction: a freshly seeded conversation, so the summary covers all N turns. The prompt
  *    fits the model's context window less the answer's share (the oldest turns are left out, the
