@@ -79,9 +79,9 @@ const SUMMARY_PIECE_CHARS = 400;
 /** Manual instructions after which the fake model keeps no request, so the worker restores them all. */
 const KEEP_NO_REQUEST = 'Bench: keep no request.';
 /**
- * Appended to every request of the short conversations of cases 4 and 5: their requests (about 800 tokens
- * each) then take 1.2 × the requests share of the bench model's window, so the oldest are
- * shortened, as the longest conversation's oldest are left out.
+ * Appended to every request of the short conversations of cases 4 and 5: their 50 requests (about
+ * 1,000 tokens each) then take 1.6 × the requests share of the bench model's window, so the oldest
+ * are shortened, as the longest conversation's oldest are left out.
  */
 const REQUEST_TAIL = Array.from({ length: 110 }, (_, i) => ` Also region ${i % 7}, page ${i}?`).join('');
 
