@@ -131,13 +131,17 @@ export async function uploadText(
   const body = await res.json();
   if (res.status !== 201) throw new Error(`upload ${filename}: ${res.status} ${JSON.stringify(body)}`);
   const api = e2e.api(user);
+  let last = '';
   for (let i = 0; i < 200; i++) {
     const manifest = await api.get(`/v1/attachments/${body.id}`);
     if (manifest.body.status === 'finished') return body.id as string;
     if (manifest.body.status === 'failed') throw new Error(`${filename} failed: ${manifest.body.error}`);
+    last = `${manifest.status} ${JSON.stringify(manifest.body)}`;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`${filename} was not read in time`);
+  // What a rare slow read needs to be understood: the last answer and what the worker logged.
+  const logged = e2e.portal.logs['attachment-ingest'].join('').split('\n').slice(-30).join('\n');
+  throw new Error(`${filename} was not read in time; last answer: ${last}\ningest log:\n${logged}`);
 }
 
 /** Opens a turn on `chat` that pauses on an approval of `deploy`; its id and the request block's id. */
