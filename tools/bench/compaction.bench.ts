@@ -86,9 +86,9 @@ const KEEP_NO_REQUEST = 'Bench: keep no request.';
 const REQUEST_TAIL = Array.from({ length: 110 }, (_, i) => ` Also region ${i % 7}, page ${i}?`).join('');
 
 /**
- * An instant summary as the prompt asks for it: its heading, then (when the prompt asks for them)
- * the requests the earlier summary keeps, as it keeps them, and every request listed under
- * "Requests to keep" copied as one bullet (the line standing for the requests left out included),
+ * An instant summary as the prompt asks for it: its heading, then every request listed under
+ * "Requests to keep" (those an earlier summary keeps among them) copied as one bullet (the line
+ * standing for the requests left out included),
  * so the worker checks them all and restores none, as with a model that follows the prompt. It is
  * streamed in pieces of SUMMARY_PIECE_CHARS: word by word, the 85 KB summary of a long conversation
  * is 15,000 stream events, whose parsing in the SDK (about 30 µs each here) a real model's writing
@@ -104,12 +104,7 @@ function summaryAnswer(request: FakeRequest): FakeAnswer {
   const listed = prompt.includes(KEEP_NO_REQUEST)
     ? ''
     : (prompt.split('\n## Requests to keep')[1]?.split('\n## ')[0] ?? '');
-  // The earlier summary's requests first, as it keeps them (it stands before the conversation),
-  // when they are not listed.
-  const earlier = prompt.includes('the requests the earlier summary keeps, as it keeps them')
-    ? prompt.split('\n## Conversation')[0].split('\n')
-    : [];
-  const bullets = earlier.filter((line) => /^- Turns? [\d–]+: /.test(line));
+  const bullets: string[] = [];
   for (const line of listed.split('\n')) {
     const turn = /^(Turns? [\d–]+):$/.exec(line);
     if (turn) bullets.push(`- ${turn[1]}:`);

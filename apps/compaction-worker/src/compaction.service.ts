@@ -247,12 +247,11 @@ export class CompactionService {
   private async prompt(orgId: string, turn: Turn, input: CompactionPromptInput): Promise<CompactionPrompt> {
     const windows = new WindowRepository(this.deps.db);
     const { conversationId } = turn;
-    // No turns: the summary alone.
-    const { summary } = await windows.readWindow(orgId, conversationId, {
-      turnsReplayed: 0,
-      beforeTurnN: turn.n,
-    });
-    const people = await this.requests(orgId, turn, input);
+    // No turns: the summary alone; the requests do not depend on it.
+    const [{ summary }, people] = await Promise.all([
+      windows.readWindow(orgId, conversationId, { turnsReplayed: 0, beforeTurnN: turn.n }),
+      this.requests(orgId, turn, input),
+    ]);
     return readBackwards(
       turn.n,
       // A page that reached the summary's turn is the last: before it, an older summary would answer.
@@ -278,7 +277,7 @@ export class CompactionService {
     let read: StoredRequest[] = [];
     for (let limit = Math.max(MIN_REQUESTS_PAGE, Math.ceil(share / REQUEST_TOKENS_GUESS)); ;) {
       const before = read[0] ?? { turnN: turn.n, seq: 0 };
-      const page = await stored.readBefore(orgId, turn.conversationId, { after: null, before, limit });
+      const page = await stored.readBefore(orgId, turn.conversationId, { before, limit });
       read = [...page, ...read];
       const asked = summaryRequests({ ...input, people: read });
       const { leftOut } = asked;

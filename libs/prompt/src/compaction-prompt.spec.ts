@@ -157,7 +157,7 @@ describe('buildCompactionPrompt: the history', () => {
     expect(prompt.requests.map((r) => r.text)).toEqual(['Draft the memo now.']);
   });
 
-  it('with the requests read from turn 1, lists them all, the earlier summary’s included, instead of asking to carry them', () => {
+  it('lists every request from turn 1, the earlier summary’s included, instead of asking the model to carry them', () => {
     const turns = [chat(5, 'Draft the memo now.', 'Done.')];
     const people = [
       { turnN: 1, messageId: 'm1', text: 'Find the Q3 revenue.' },
@@ -171,52 +171,20 @@ describe('buildCompactionPrompt: the history', () => {
         people,
       }),
     );
-    expect(prompt.requestsFrom).toBe(1);
     expect(prompt.requests.map((r) => [r.turnN, r.text])).toEqual([
       [1, 'Find the Q3 revenue.'],
       [2, 'Compare it with Q2.'],
       [5, 'Draft the memo now.'],
     ]);
-    // Still carried whole, but its requests come from the list, once.
+    // Still carried whole, but its requests come from the list.
     expect(materialOf(prompt).startsWith(`${summaryNote(earlier)}\n\n${earlier.summary}\n\n`)).toBe(true);
     const system = systemOf(prompt);
     expect(system).toContain(
       'Carry everything in it into the new summary: its decisions, work done, open work and facts, with their references. Its requests are listed again under "Requests to keep", with every later one: copy them from there.',
     );
-    expect(system).not.toContain('the requests the earlier summary keeps');
-
-    // Without them (the requests of the turns shown alone), the model carries the earlier ones.
-    const shown = buildCompactionPrompt(
-      input({ window: { summary: { turnN: 4, block: earlier }, turns }, current: { n: 6, messages: [] } }),
+    expect(system).toContain(
+      'Every request of the person, oldest first: each request listed under "Requests to keep"',
     );
-    expect(shown.requestsFrom).toBe(5);
-    expect(systemOf(shown)).toContain(
-      'Every request of the person, oldest first: the requests the earlier summary keeps, as it keeps them, then each request listed',
-    );
-    expect(systemOf(shown)).toContain(
-      'Carry everything in it into the new summary: its requests, decisions,',
-    );
-  });
-
-  it('with the requests read from turn 1, an AUTO compaction after one in the same turn lists all of that turn’s requests', () => {
-    const current = messages('t7', [
-      user('OPENING request'),
-      assistant({ ...compactionBlock(7, 'Summary of turns 1–7 IN_TURN') }),
-      steer('AFTER steering request'),
-    ]);
-    const prompt = buildCompactionPrompt(
-      input({
-        window: { summary: null, turns: [] },
-        current: { n: 7, messages: current },
-        people: [{ turnN: 6, messageId: 'm6', text: 'PAST request' }],
-      }),
-    );
-    expect(prompt.earlierSummary?.summary).toBe('Summary of turns 1–7 IN_TURN');
-    expect(prompt.requests.map((r) => r.text)).toEqual([
-      'PAST request',
-      'OPENING request',
-      'AFTER steering request',
-    ]);
   });
 
   it('starts from a summary written earlier in the same turn and from what follows an AUTO summary in a past turn', () => {
@@ -237,8 +205,14 @@ describe('buildCompactionPrompt: the history', () => {
       }),
     );
     expect(prompt.earlierSummary?.summary).toBe('Summary of turns 1–7 IN_TURN');
-    expect(prompt.requests.map((r) => r.text)).toEqual(['AFTER steering request']);
-    expect(materialOf(prompt)).not.toMatch(/PAST request|OPENING request/);
+    // Every request is listed, the current turn's before its summary too; the conversation shown
+    // starts after that summary.
+    expect(prompt.requests.map((r) => r.text)).toEqual([
+      'PAST request',
+      'OPENING request',
+      'AFTER steering request',
+    ]);
+    expect(materialOf(prompt).split('## Requests to keep')[0]).not.toMatch(/PAST request|OPENING request/);
 
     const autoPast = turn(4, [
       user('BEFORE the summary'),

@@ -53,9 +53,8 @@ export interface CompactionPromptInput {
   /**
    * The person's requests in the settled turns from turn 1, oldest first: every one, or the newest
    * ones read backwards until `requestsLeftOut` says some did not fit (how the worker reads them
-   * stored). The summary then keeps every request since turn 1 within their share, and an earlier
-   * summary's own requests are superseded by them. Default: the requests of `window.turns`, after
-   * the earlier summary, whose own requests the model is asked to carry before them.
+   * stored). The summary keeps them all within their share; an earlier summary's own requests are
+   * superseded by them. Default: the requests in the turns shown (`window.turns`).
    */
   people?: readonly PersonRequest[];
   /** The turn the compaction happens in: the running turn so far (AUTO) or the `/compact` turn (MANUAL). */
@@ -94,10 +93,8 @@ export interface CompactionPrompt extends ChatRequest {
   coversTurns: { from: 1; to: number };
   /** `Summary of turns 1–N`. */
   heading: string;
-  /** Every request since `requestsFrom` that fits the requests share, oldest first. */
+  /** Every request from turn 1 that fits the requests share, oldest first. */
   requests: QuotedRequest[];
-  /** The first turn whose requests the summary keeps from the list: 1 with `people`, else the first after the earlier summary. */
-  requestsFrom: number;
   /** The turns of the oldest requests, past the requests share even as references; or null. */
   requestsLeftOut: TurnRange | null;
   /** The oldest turns since the earlier summary, past the prompt's budget: only their requests are kept; or null. */
@@ -146,9 +143,8 @@ interface History {
   firstTurnN: number;
   /** What came after the earlier summary, turn by turn, oldest first, the current turn last (AUTO only). */
   stretches: Stretch[];
-  /** What the person wrote from `requestsFrom` on, message by message, oldest first. */
+  /** What the person wrote, message by message, oldest first: `people`, then the current turn's (AUTO). */
   people: PersonRequest[];
-  requestsFrom: number;
 }
 
 function stretchesOf(turns: readonly TurnTranscript[]): Stretch[] {
@@ -165,27 +161,15 @@ function history(input: CompactionPromptInput): History {
   let earlier = summary?.block ?? null;
   let firstTurnN = !summary ? 1 : summary.block.trigger === 'AUTO' ? summary.turnN : summary.turnN + 1;
   let stretches = stretchesOf(input.window.turns);
-  const stored = input.people !== undefined;
-  let people = stored ? [...input.people!] : stretches.flatMap(requestsIn);
+  const people = input.people ? [...input.people] : stretches.flatMap(requestsIn);
   if (input.trigger === 'AUTO') {
     const after = afterCompaction(input.current.messages);
-    if (after.summary) {
-      [earlier, firstTurnN, stretches] = [after.summary, input.current.n, []];
-      if (!stored) people = [];
-    }
-    const current = { turnN: input.current.n, current: true, messages: after.messages };
-    stretches.push(current);
-    // From turn 1, the current turn's requests are all of them, before a summary in it too.
-    people.push(...requestsIn(stored ? { turnN: current.turnN, messages: input.current.messages } : current));
+    if (after.summary) [earlier, firstTurnN, stretches] = [after.summary, input.current.n, []];
+    stretches.push({ turnN: input.current.n, current: true, messages: after.messages });
+    // Every request of the current turn, those before a summary in it too.
+    people.push(...requestsIn({ turnN: input.current.n, messages: input.current.messages }));
   }
-  const requestsFrom = stored ? 1 : firstTurnN;
-  return {
-    earlier,
-    firstTurnN,
-    stretches: stretches.filter((s) => s.messages.length > 0),
-    people,
-    requestsFrom,
-  };
+  return { earlier, firstTurnN, stretches: stretches.filter((s) => s.messages.length > 0), people };
 }
 
 function requestsIn(s: { turnN: number; messages: readonly Message[] }): PersonRequest[] {
@@ -243,7 +227,7 @@ function requestRef(r: Pick<QuotedRequest, 'turnN' | 'messageId'>): string {
 }
 
 /**
- * The requests since the earlier summary that fit SUMMARY_REQUESTS_SHARE of the context window (in
+ * The requests from turn 1 that fit SUMMARY_REQUESTS_SHARE of the context window (in
  * tokens), oldest first. Newest first, requests are kept whole while they fit; from the first one
  * that does not, every older one is shortened with a reference to its message (to the reference
  * alone when even the shortened form does not fit); from the first whose reference does not fit,
@@ -311,7 +295,7 @@ function requestsOf(
   const newestLeftOut = asked.at(-requests.length - 1);
   return {
     requests,
-    leftOut: newestLeftOut ? { from: h.requestsFrom, to: newestLeftOut.turnN } : null,
+    leftOut: newestLeftOut ? { from: 1, to: newestLeftOut.turnN } : null,
     shareLeft,
   };
 }
@@ -451,11 +435,6 @@ function quoteBlock(text: string): string {
 
 // --- The prompt ----------------------------------------------------------------------------------
 
-/** Whether the model carries the earlier summary's requests itself (they are not in the list). */
-function carriesRequests(p: Pick<CompactionPrompt, 'earlierSummary' | 'requestsFrom'>): boolean {
-  return p.earlierSummary !== null && p.requestsFrom > 1;
-}
-
 function instructionsText(
   p: Omit<CompactionPrompt, 'messages' | 'tools' | 'turnsLeftOut'>,
   guidance: string | null,
@@ -465,7 +444,7 @@ function instructionsText(
     `Begin with exactly this line: ${p.heading}
 Then write these sections, with these English headings, in this order:
 ## Requests
-Every request of the person, oldest first: ${carriesRequests(p) ? 'the requests the earlier summary keeps, as it keeps them, then ' : ''}each request listed under "Requests to keep", copied verbatim, one bullet each: "- Turn <n>: <request>". A request listed shortened is copied as listed, with its reference${p.requestsLeftOut ? '; so is the line standing for the requests not quoted, as the first bullet' : ''}.
+Every request of the person, oldest first: each request listed under "Requests to keep", copied verbatim, one bullet each: "- Turn <n>: <request>". A request listed shortened is copied as listed, with its reference${p.requestsLeftOut ? '; so is the line standing for the requests not quoted, as the first bullet' : ''}.
 ## Decisions
 What was decided, and by whom.
 ## Work done
@@ -478,7 +457,7 @@ The facts the rest depends on, each followed by the ref:<id> of the tool result 
   ];
   if (p.earlierSummary) {
     parts.push(
-      `The history opens with an earlier summary, under the note "${summaryNote(p.earlierSummary)}". Carry everything in it into the new summary: ${carriesRequests(p) ? 'its requests, decisions' : 'its decisions'}, work done, open work and facts, with their references.${carriesRequests(p) ? '' : ' Its requests are listed again under "Requests to keep", with every later one: copy them from there.'}`,
+      `The history opens with an earlier summary, under the note "${summaryNote(p.earlierSummary)}". Carry everything in it into the new summary: its decisions, work done, open work and facts, with their references. Its requests are listed again under "Requests to keep", with every later one: copy them from there.`,
     );
   }
   if (p.instructions) parts.push(`Instructions from the person for this summary:\n${p.instructions}`);
@@ -552,7 +531,6 @@ export function buildCompactionPrompt(input: CompactionPromptInput): CompactionP
     coversTurns,
     heading,
     requests,
-    requestsFrom: h.requestsFrom,
     requestsLeftOut,
     languageSample: sample,
     earlierSummary: earlier,
@@ -630,10 +608,9 @@ function addToRequests(lines: string[], bullets: string[]): string[] {
 
 /**
  * The model's answer made a summary: it opens with `Summary of turns 1–N` (the line is corrected
- * or added), and every request the prompt lists (from turn 1, or since the earlier summary)
- * appears verbatim (compared with runs of whitespace as one space), as does the line standing for
- * those not quoted; a missing one is restored at the end of the Requests section, which is added
- * when the answer has none.
+ * or added), and every request the prompt lists appears verbatim (compared with runs of whitespace
+ * as one space), as does the line standing for those not quoted; a missing one is restored at the
+ * end of the Requests section, which is added when the answer has none.
  */
 export function finishSummary(
   answer: string,

@@ -43,7 +43,6 @@ afterAll(async () => {
 const turns = () => new TurnRepository(gw.db.dataSource);
 const requests = (conversationId: string) =>
   new PersonRequestRepository(gw.db.dataSource).readBefore('acme', conversationId, {
-    after: null,
     before: { turnN: 2 ** 31 - 1, seq: 0 },
     limit: 10,
   });

@@ -53,7 +53,6 @@ describe("the compaction's reads of a long conversation: cost", () => {
     for (const [i, length] of lengths.entries()) {
       log.queries = [];
       const read = await new PersonRequestRepository(logged).readBefore(ORG, conversations[i], {
-        after: null,
         before: { turnN: length + 1, seq: 0 },
         limit: 32,
       });

@@ -1,4 +1,3 @@
-import type { MemoryWindow } from '@portal/domain';
 import { personRequest, type PersonRequest } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
@@ -65,9 +64,8 @@ export class PersonRequestRepository {
   }
 
   /**
-   * The newest `limit` requests of the conversation before `before` (a position: turn and seq)
-   * and after the summary `after` (in the summary's own turn, only what follows it), oldest
-   * first, those that ask nothing included. One backward scan of `person_requests_position_idx`
+   * The newest `limit` requests of the conversation before `before` (a position: turn and seq),
+   * oldest first, those that ask nothing included. One backward scan of `person_requests_position_idx`
    * that stops after `limit` rows, whatever the statistics: they estimate a conversation's range
    * of turns from every conversation's turn numbers, so a conversation with low ones looks short
    * and would be planned as a bitmap read of all its requests and a sort.
@@ -75,18 +73,16 @@ export class PersonRequestRepository {
   async readBefore(
     orgId: string,
     conversationId: string,
-    opts: { after: MemoryWindow['summary']; before: { turnN: number; seq: number }; limit: number },
+    opts: { before: { turnN: number; seq: number }; limit: number },
   ): Promise<StoredRequest[]> {
     if (!isUuid(conversationId)) return [];
-    const after = opts.after ? { turnN: opts.after.turnN, seq: opts.after.block.seq } : { turnN: 0, seq: 0 };
     const rows: StoredRequest[] = await this.em.transaction(async (em) => {
       await em.query('SET LOCAL enable_bitmapscan = off');
       return em.query(
         `SELECT turn_n AS "turnN", seq, message_id AS "messageId", text, tokens FROM person_requests
-         WHERE conversation_id = $2 AND org_id = $1
-           AND turn_n >= $3 AND (turn_n > $3 OR seq > $4) AND turn_n <= $5 AND (turn_n < $5 OR seq < $6)
-         ORDER BY turn_n DESC, seq DESC LIMIT $7`,
-        [orgId, conversationId, after.turnN, after.seq, opts.before.turnN, opts.before.seq, opts.limit],
+         WHERE conversation_id = $2 AND org_id = $1 AND turn_n <= $3 AND (turn_n < $3 OR seq < $4)
+         ORDER BY turn_n DESC, seq DESC LIMIT $5`,
+        [orgId, conversationId, opts.before.turnN, opts.before.seq, opts.limit],
       );
     });
     return rows.reverse();
