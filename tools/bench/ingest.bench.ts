@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -26,6 +26,8 @@ import {
  *    model sees (2048 × 768): from POST /v1/attachments until the conversation's
  *    `attachment_progress` event says `finished`, against one bare sharp call on the same bytes
  *    (rotate + resize to the same size + JPEG encode). Median of N runs each (`--runs=N`, ≥ 5).
+ *    With the CPU time each part of the machine spent per upload (this bench as the client, each
+ *    service, Postgres, Redis), read from /proc: on a small machine the path is bound by CPU.
  * 2. A 300-page text PDF (`--pages=N`) the same way, against `pdftotext` on the same file: pages
  *    per second of each (median of `--pdf-runs=N` runs). For reference, pdf.js alone on the same
  *    file: in a fresh process (cold JIT), and warm, set up as the portal's reader is.
@@ -255,6 +257,58 @@ function barePdfjsWarm(file: string, reads = 3): number {
   return Number(run.stdout);
 }
 
+// --- CPU by part (Linux /proc) ------------------------------------------------------------------
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+const PARTS = ['client', 'gateway', 'attachment-ingest', 'other services', 'postgres', 'redis'] as const;
+type Part = (typeof PARTS)[number];
+
+function partOf(pid: number, command: string): Part | null {
+  if (pid === process.pid) return 'client';
+  const app = /dist\/apps\/([\w-]+)\//.exec(command)?.[1];
+  if (app === 'gateway' || app === 'attachment-ingest') return app;
+  if (app) return 'other services';
+  if (command.startsWith('postgres')) return 'postgres';
+  if (command.startsWith('redis-server')) return 'redis';
+  return null;
+}
+
+/** CPU ms each part has used so far (user + system, all threads); empty where /proc is not. */
+function cpuByPart(): Map<Part, number> {
+  const used = new Map<Part, number>();
+  const pids = existsSync('/proc') ? readdirSync('/proc').filter((d) => /^\d+$/.test(d)) : [];
+  for (const pid of pids) {
+    try {
+      const part = partOf(Number(pid), readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' '));
+      if (!part) continue;
+      // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+      used.set(part, (used.get(part) ?? 0) + ms);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return used;
+}
+
+function addCpuSince(total: Map<Part, number>, before: Map<Part, number>): void {
+  const reading = process.cpuUsage();
+  const after = cpuByPart();
+  const { user, system } = process.cpuUsage(reading);
+  // Reading /proc is the bench's own work, not the client's: left out.
+  after.set('client', (after.get('client') ?? 0) - (user + system) / 1000);
+  for (const [part, ms] of after) total.set(part, (total.get(part) ?? 0) + ms - (before.get(part) ?? 0));
+}
+
+/** The bare call's CPU ms in this process (sharp's threads included). */
+async function withCpu<T>(work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
+  const before = process.cpuUsage();
+  const result = await work();
+  const used = process.cpuUsage(before);
+  return { result, cpuMs: (used.user + used.system) / 1000 };
+}
+
 // --- Main --------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -282,10 +336,16 @@ async function main(): Promise<void> {
     await bareSharp(jpeg);
     const picturePortal: PathSample[] = [];
     const pictureBare: number[] = [];
+    const portalCpu = new Map<Part, number>();
+    let bareCpu = 0;
     let bareSize = '';
     for (let i = 0; i < RUNS; i++) {
+      const before = cpuByPart();
       picturePortal.push(await throughPortal(e2e, chat, jpeg, `bench-${i}.jpg`, 'image/jpeg'));
-      const bare = await bareSharp(jpeg);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // what each part does after
+      addCpuSince(portalCpu, before);
+      const { result: bare, cpuMs } = await withCpu(() => bareSharp(jpeg));
+      bareCpu += cpuMs;
       pictureBare.push(bare.ms);
       bareSize = `${bare.width}×${bare.height}`;
     }
@@ -325,6 +385,17 @@ async function main(): Promise<void> {
       num(median(picturePortal.map((s) => s.finished - s.reading))),
     );
     line(`   bare sharp: rotate + resize to ${bareSize} + encode`, num(sharpMs));
+    if (portalCpu.size > 0) {
+      line(`   CPU ms per upload (mean; the machine has ${availableParallelism()} cores)`, 'CPU ms');
+      let sum = 0;
+      for (const part of PARTS) {
+        const ms = (portalCpu.get(part) ?? 0) / RUNS;
+        sum += ms;
+        line(`     ${part === 'client' ? 'client (this bench: FormData, fetch, SSE)' : part}`, num(ms));
+      }
+      line(`     all parts of the portal path`, num(sum));
+      line(`     bare sharp`, num(bareCpu / RUNS));
+    }
     const pictureRatio = portalMs / sharpMs;
     line(
       `   ratio portal / sharp (target ≤ ${TARGETS.pictureRatio}×)`,
