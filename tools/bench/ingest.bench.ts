@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -8,6 +8,7 @@ import sharp from 'sharp';
 import type { AttachmentManifest } from '@portal/domain';
 import {
   E2E_KEYS,
+  PORTAL_APPS,
   simplePdf,
   startE2EPortal,
   startFakeOpenAI,
@@ -16,6 +17,7 @@ import {
   type FakeOpenAI,
   type SseEvent,
 } from '@portal/testing';
+import { cpuMs, cpuMsOfAll, pidsOf, redisServerPid } from './cpu.util';
 
 /**
  * `npm run bench:ingest`: what the portal's attachment path costs next to the bare tool doing the
@@ -27,7 +29,7 @@ import {
  *    `attachment_progress` event says `finished`, against one bare sharp call on the same bytes
  *    (rotate + resize to the same size + JPEG encode). Median of N runs each (`--runs=N`, ≥ 5).
  *    With the CPU time each part of the machine spent per upload (this bench as the client, each
- *    service, Postgres, Redis), read from /proc: on a small machine the path is bound by CPU.
+ *    service, Postgres, Redis; Linux /proc): on a small machine the path is bound by CPU.
  * 2. A 300-page text PDF (`--pages=N`) the same way, against `pdftotext` on the same file: pages
  *    per second of each (median of `--pdf-runs=N` runs). For reference, pdf.js alone on the same
  *    file: in a fresh process (cold JIT), and warm, set up as the portal's reader is.
@@ -259,46 +261,42 @@ function barePdfjsWarm(file: string, reads = 3): number {
 
 // --- CPU by part (Linux /proc) ------------------------------------------------------------------
 
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
 const PARTS = ['client', 'gateway', 'attachment-ingest', 'other services', 'postgres', 'redis'] as const;
 type Part = (typeof PARTS)[number];
 
-function partOf(pid: number, command: string): Part | null {
-  if (pid === process.pid) return 'client';
-  const app = /dist\/apps\/([\w-]+)\//.exec(command)?.[1];
-  if (app === 'gateway' || app === 'attachment-ingest') return app;
-  if (app) return 'other services';
-  if (command.startsWith('postgres')) return 'postgres';
-  if (command.startsWith('redis-server')) return 'redis';
-  return null;
+/**
+ * How to read each part's CPU ms so far: this process (the client), each service's process, every
+ * Postgres process (the backends and the WAL writer do the durable write), the Redis server.
+ */
+async function cpuReaders(e2e: E2EPortal): Promise<Record<Part, () => number | null>> {
+  const { portal } = e2e;
+  const others = PORTAL_APPS.filter((app) => app !== 'gateway' && app !== 'attachment-ingest');
+  const postgres = pidsOf('postgres');
+  const redis = (await redisServerPid()) ?? undefined;
+  return {
+    client: () => {
+      const own = process.cpuUsage();
+      return (own.user + own.system) / 1000;
+    },
+    gateway: () => cpuMs(portal.pid('gateway')),
+    'attachment-ingest': () => cpuMs(portal.pid('attachment-ingest')),
+    'other services': () => cpuMsOfAll(others.flatMap((app) => portal.pid(app) ?? [])),
+    postgres: () => cpuMsOfAll(postgres),
+    redis: () => cpuMs(redis),
+  };
 }
 
-/** CPU ms each part has used so far (user + system, all threads); empty where /proc is not. */
-function cpuByPart(): Map<Part, number> {
-  const used = new Map<Part, number>();
-  const pids = existsSync('/proc') ? readdirSync('/proc').filter((d) => /^\d+$/.test(d)) : [];
-  for (const pid of pids) {
-    try {
-      const part = partOf(Number(pid), readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' '));
-      if (!part) continue;
-      // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-      used.set(part, (used.get(part) ?? 0) + ms);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return used;
+function cpuNow(readers: Record<Part, () => number | null>): Map<Part, number> {
+  return new Map(
+    PARTS.flatMap((part) => {
+      const ms = readers[part]();
+      return ms === null ? [] : [[part, ms] as const];
+    }),
+  );
 }
 
-function addCpuSince(total: Map<Part, number>, before: Map<Part, number>): void {
-  const reading = process.cpuUsage();
-  const after = cpuByPart();
-  const { user, system } = process.cpuUsage(reading);
-  // Reading /proc is the bench's own work, not the client's: left out.
-  after.set('client', (after.get('client') ?? 0) - (user + system) / 1000);
-  for (const [part, ms] of after) total.set(part, (total.get(part) ?? 0) + ms - (before.get(part) ?? 0));
+function addCpuSince(total: Map<Part, number>, before: Map<Part, number>, now: Map<Part, number>): void {
+  for (const [part, ms] of now) total.set(part, (total.get(part) ?? 0) + ms - (before.get(part) ?? ms));
 }
 
 /** The bare call's CPU ms in this process (sharp's threads included). */
@@ -336,14 +334,15 @@ async function main(): Promise<void> {
     await bareSharp(jpeg);
     const picturePortal: PathSample[] = [];
     const pictureBare: number[] = [];
+    const readers = await cpuReaders(e2e);
     const portalCpu = new Map<Part, number>();
     let bareCpu = 0;
     let bareSize = '';
     for (let i = 0; i < RUNS; i++) {
-      const before = cpuByPart();
+      const before = cpuNow(readers);
       picturePortal.push(await throughPortal(e2e, chat, jpeg, `bench-${i}.jpg`, 'image/jpeg'));
       await new Promise((resolve) => setTimeout(resolve, 200)); // what each part does after
-      addCpuSince(portalCpu, before);
+      addCpuSince(portalCpu, before, cpuNow(readers));
       const { result: bare, cpuMs } = await withCpu(() => bareSharp(jpeg));
       bareCpu += cpuMs;
       pictureBare.push(bare.ms);

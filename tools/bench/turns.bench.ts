@@ -18,6 +18,7 @@ import {
   type RunningPortal,
   type SseEvent,
 } from '@portal/testing';
+import { cpuMs, cpuMsOfAll, redisServerPid } from './cpu.util';
 import { startTimingProxy } from './timing-proxy.util';
 
 /**
@@ -169,26 +170,6 @@ class BenchConversation {
 
 // --- Resources ---------------------------------------------------------------------------------
 
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** User + system CPU time of a process in ms (Linux /proc), or null. */
-function cpuMs(pid: number | undefined): number | null {
-  if (!pid) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  } catch {
-    return null;
-  }
-}
-
 interface Accounts {
   /** CPU ms per process group. */
   cpu: Record<string, number | null>;
@@ -204,35 +185,16 @@ async function accounts(portal: RunningPortal, pg: Client): Promise<Accounts> {
     'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
   );
   const redisPid = await redisServerPid();
-  const sum = (pids: number[]) =>
-    pids.reduce<number | null>((total, pid) => {
-      const ms = cpuMs(pid);
-      return ms === null ? total : (total ?? 0) + ms;
-    }, null);
   const own = process.cpuUsage();
   return {
     cpu: {
       gateway: cpuMs(portal.pid('gateway')),
       'turn-orchestrator': cpuMs(portal.pid('turn-orchestrator')),
-      'postgres (bench db backends)': sum(backends.rows.map((r) => r.pid)),
+      'postgres (bench db backends)': cpuMsOfAll(backends.rows.map((r) => r.pid)),
       'redis (whole server)': cpuMs(redisPid ?? undefined),
       'bench client + fake model': (own.user + own.system) / 1000,
     },
   };
-}
-
-let redisPidCache: number | null | undefined;
-async function redisServerPid(): Promise<number | null> {
-  if (redisPidCache !== undefined) return redisPidCache;
-  const IORedis = (await import('ioredis')).default;
-  const redis = new IORedis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
-  try {
-    const info = await redis.info('server');
-    redisPidCache = Number(/process_id:(\d+)/.exec(info)?.[1]) || null;
-  } finally {
-    redis.disconnect();
-  }
-  return redisPidCache;
 }
 
 function cpuPerTurn(before: Accounts, after: Accounts, turns: number): [string, number][] {

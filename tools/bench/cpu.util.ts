@@ -1,0 +1,62 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** User + system CPU time of a process in ms, all its threads (Linux /proc), or null. */
+export function cpuMs(pid: number | undefined): number | null {
+  if (!pid) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  } catch {
+    return null;
+  }
+}
+
+/** The sum of cpuMs over `pids`, or null when none could be read. */
+export function cpuMsOfAll(pids: readonly number[]): number | null {
+  return pids.reduce<number | null>((total, pid) => {
+    const ms = cpuMs(pid);
+    return ms === null ? total : (total ?? 0) + ms;
+  }, null);
+}
+
+/** The ids of the processes whose command line starts with `command` (Linux /proc; else none). */
+export function pidsOf(command: string): number[] {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return [];
+  }
+  return entries.map(Number).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(command);
+    } catch {
+      return false;
+    }
+  });
+}
+
+let redisPidCache: number | null | undefined;
+/** The Redis server's process id, from INFO (the server the portal uses). */
+export async function redisServerPid(): Promise<number | null> {
+  if (redisPidCache !== undefined) return redisPidCache;
+  const IORedis = (await import('ioredis')).default;
+  const redis = new IORedis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
+  try {
+    const info = await redis.info('server');
+    redisPidCache = Number(/process_id:(\d+)/.exec(info)?.[1]) || null;
+  } finally {
+    redis.disconnect();
+  }
+  return redisPidCache;
+}
