@@ -258,7 +258,7 @@ export class CompactionService {
       async (beforeTurnN, limit) =>
         beforeTurnN <= (summary?.turnN ?? 1)
           ? []
-          : (await windows.readWindow(orgId, conversationId, { turnsReplayed: limit, beforeTurnN })).turns,
+          : windows.readTurns(orgId, conversationId, { turnsReplayed: limit, beforeTurnN }),
       (turns) => buildCompactionPrompt({ ...input, window: { summary, turns }, people }),
       (prompt) => prompt.turnsLeftOut !== null,
     );

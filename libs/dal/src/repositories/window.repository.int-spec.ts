@@ -122,6 +122,18 @@ describe('WindowRepository.readWindow', () => {
     expect(during.turns.map((t) => t.turn.n)).toEqual([1]);
   });
 
+  it('reads the same turns without the summary with readTurns', async () => {
+    const repo = new WindowRepository(ds);
+    for (const opts of [{ beforeTurnN: 31 }, { turnsReplayed: 3 }, { beforeTurnN: 8 }, { beforeTurnN: 4 }]) {
+      const window = await repo.readWindow(ORG, conversationId, opts);
+      expect(await repo.readTurns(ORG, conversationId, opts)).toEqual(window.turns);
+    }
+    // Bounded by the summary still: the turns before the compaction stay out.
+    const turns = await repo.readTurns(ORG, conversationId, { turnsReplayed: Infinity });
+    expect(turns.map((t) => t.turn.n)).toEqual(Array.from({ length: 26 }, (_, i) => 5 + i));
+    expect(await repo.readTurns(OTHER, conversationId)).toEqual([]);
+  });
+
   it('reads nothing of another org', async () => {
     const repo = new WindowRepository(ds);
     expect(await repo.readWindow(OTHER, conversationId)).toEqual({ summary: null, turns: [] });

@@ -40,6 +40,27 @@ export class WindowRepository {
   }
 
   async readWindow(orgId: string, conversationId: string, opts: WindowOptions = {}): Promise<MemoryWindow> {
+    return this.read(orgId, conversationId, opts, true);
+  }
+
+  /**
+   * The window's turns alone: the summary still bounds them, but its block (a long summary is
+   * tens of KB) is not read. For a reader that pages back through the turns with the summary in hand.
+   */
+  async readTurns(
+    orgId: string,
+    conversationId: string,
+    opts: WindowOptions = {},
+  ): Promise<MemoryWindow['turns']> {
+    return (await this.read(orgId, conversationId, opts, false)).turns;
+  }
+
+  private async read(
+    orgId: string,
+    conversationId: string,
+    opts: WindowOptions,
+    withSummary: boolean,
+  ): Promise<MemoryWindow> {
     if (!isUuid(conversationId)) return { summary: null, turns: [] };
     const before = opts.beforeTurnN ?? NO_LIMIT;
     const limit = Math.min(opts.turnsReplayed ?? DEFAULT_LIMITS.TURNS_REPLAYED, NO_LIMIT);
@@ -63,13 +84,13 @@ export class WindowRepository {
            AND n < $3 AND org_id = $1
          ORDER BY n DESC LIMIT $4),
        past AS (SELECT * FROM newest WHERE n >= COALESCE((SELECT "turnN" FROM summary), 1))
-       SELECT (SELECT row_to_json(summary) FROM summary) AS summary,
+       SELECT (SELECT row_to_json(summary) FROM summary WHERE $5) AS summary,
          (SELECT json_agg(past ORDER BY past.n) FROM past) AS turns,
          (SELECT json_agg(r ORDER BY r."turnId", r.seq, r."blockSeq") FROM (
             SELECT ${MESSAGE_BLOCK_COLUMNS}
             FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
             WHERE m.turn_id IN (SELECT id FROM past) AND m.org_id = $1) r) AS rows`,
-      [orgId, conversationId, before, limit],
+      [orgId, conversationId, before, limit, withSummary],
     );
     const summary = row.summary
       ? { turnN: row.summary.turnN, block: toBlock(row.summary) as CompactionBlock }
