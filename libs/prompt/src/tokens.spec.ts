@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { countTokens } from 'gpt-tokenizer/cjs/encoding/o200k_base';
 import type { ChatMessage, ChatTool } from './chat.types';
 import {
@@ -9,6 +13,8 @@ import {
   projectTokens,
   toolTokens,
 } from './tokens';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 describe('pictureTokens (OpenAI tile rule)', () => {
   it.each([
@@ -102,5 +108,31 @@ describe('projectTokens', () => {
     expect(messageTokens(message, { counter, pictureSizes: sizes })).toBe(
       FRAMING.perMessage + countTokens('Look') + 255 + UNKNOWN_PICTURE_TOKENS,
     );
+  });
+});
+
+describe('loadTokenizer', () => {
+  it('is not loaded with the library, only at the first count', () => {
+    // A process of its own: this suite has loaded the tables already.
+    const dir = mkdtempSync(path.join(tmpdir(), 'portal-tokenizer-'));
+    const script = path.join(dir, 'first-count.ts');
+    writeFileSync(
+      script,
+      `import { textTokens } from '@portal/prompt';
+       const loaded = () => Object.keys(require.cache).some((file) => file.includes('gpt-tokenizer'));
+       const before = loaded();
+       const tokens = textTokens('Xin chào');
+       process.stdout.write(JSON.stringify({ before, after: loaded(), tokens }));`,
+    );
+    try {
+      const run = spawnSync(process.execPath, [path.join(ROOT, 'tools', 'run-ts.js'), script], {
+        cwd: ROOT,
+        encoding: 'utf8',
+      });
+      expect(run.stderr).toBe('');
+      expect(JSON.parse(run.stdout)).toEqual({ before: false, after: true, tokens: countTokens('Xin chào') });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

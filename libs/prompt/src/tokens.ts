@@ -1,5 +1,3 @@
-// The `cjs/` path, because the workspace resolves modules the node10 way, which ignores package exports.
-import { countTokens } from 'gpt-tokenizer/cjs/encoding/o200k_base';
 import type { ChatMessage, ChatRequest, ChatTool } from './chat.types';
 
 /**
@@ -29,9 +27,24 @@ export const PICTURE_TILES = {
 /** Special tokens typed by a person are counted as plain text, as the provider encodes them. */
 const PLAIN = { disallowedSpecial: new Set<string>() };
 
+type Encoding = typeof import('gpt-tokenizer/cjs/encoding/o200k_base');
+let encoding: Encoding | undefined;
+
+/**
+ * Loads the o200k_base tables (about 15 MB of heap, 300 ms): at the first count, so a process that
+ * never counts (attachment-ingest) does not carry them; a service that counts on every turn calls
+ * it at boot instead. The `cjs/` path, because the workspace resolves modules the node10 way,
+ * which ignores package exports.
+ */
+export function loadTokenizer(): Encoding {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  encoding ??= require('gpt-tokenizer/cjs/encoding/o200k_base') as Encoding;
+  return encoding;
+}
+
 /** The o200k_base tokens of `text`, uncached (see TokenCounter for texts counted again). */
 export function textTokens(text: string): number {
-  return countTokens(text, PLAIN);
+  return loadTokenizer().countTokens(text, PLAIN);
 }
 
 /**
