@@ -1,7 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import IORedis from 'ioredis';
+import sharp from 'sharp';
 import { QueueName } from '@portal/contracts';
 import {
   AttachmentRepository,
@@ -11,10 +13,18 @@ import {
   detectAttachmentType,
   type BlobStore,
 } from '@portal/dal';
-import { createLogger, NestPinoLogger, PortalMetrics, QueueService, WorkerHost } from '@portal/queue';
+import {
+  createLogger,
+  NestPinoLogger,
+  PortalMetrics,
+  QueueService,
+  WORKER_OPTIONS,
+  WorkerHost,
+} from '@portal/queue';
 import { captureLogs, createTestDatabase, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { readConfig } from './config';
+import { threadsPerPicture } from './media/image.repository';
 
 const ORG = 'acme';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -46,6 +56,12 @@ afterAll(async () => {
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
   await db?.drop();
+});
+
+it('gives each picture it reads at once its share of the cores in libvips threads', () => {
+  expect(sharp.concurrency()).toBe(
+    threadsPerPicture(availableParallelism(), WORKER_OPTIONS[QueueName.Attachments].concurrency ?? 1),
+  );
 });
 
 async function ingest(bytes: Buffer, filename: string): Promise<string> {
