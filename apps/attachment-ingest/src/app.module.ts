@@ -1,13 +1,11 @@
-import { availableParallelism } from 'node:os';
 import { Module, type DynamicModule } from '@nestjs/common';
-import { QueueName } from '@portal/contracts';
 import { DalModule } from '@portal/dal';
-import { ConversationEvents, QueueModule, WORKER_OPTIONS } from '@portal/queue';
+import { ConversationEvents, QueueModule } from '@portal/queue';
 import { AttachmentEvents } from './attachment-events';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import { DocumentIngestService } from './document-ingest.service';
 import { IngestAttachmentHandler } from './ingest-attachment.handler';
-import { ImageRepository, threadsPerPicture } from './media/image.repository';
+import { ImageRepository } from './media/image.repository';
 import { PdfRepository } from './media/pdf.repository';
 import { PictureIngestService } from './picture-ingest.service';
 
@@ -21,16 +19,7 @@ export class AppModule {
         { provide: INGEST_CONFIG, useValue: config },
         {
           provide: ImageRepository,
-          useFactory: () =>
-            new ImageRepository({
-              // VIPS_CONCURRENCY, libvips' own setting, wins when an operator sets it.
-              threads: process.env['VIPS_CONCURRENCY']
-                ? undefined
-                : threadsPerPicture(
-                    availableParallelism(),
-                    WORKER_OPTIONS[QueueName.Attachments].concurrency ?? 1,
-                  ),
-            }),
+          useFactory: () => new ImageRepository({ threads: config.limits.pictureThreads }),
         },
         {
           provide: PdfRepository,

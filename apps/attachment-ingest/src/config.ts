@@ -1,6 +1,9 @@
-import { envInt, readCommonConfig, type CommonConfig, type Env } from '@portal/contracts';
+import { availableParallelism } from 'node:os';
+import { envInt, QueueName, readCommonConfig, type CommonConfig, type Env } from '@portal/contracts';
 import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv } from '@portal/prompt';
+import { WORKER_OPTIONS } from '@portal/queue';
+import { threadsPerPicture } from './media/image.repository';
 
 export interface IngestLimits {
   /** Pictures with more pixels than this (width × height) are refused before decoding. */
@@ -24,6 +27,11 @@ export interface IngestLimits {
   textPageChars: number;
   /** Headings kept in a manifest (SPEC `HEADINGS`). */
   headings: number;
+  /**
+   * libvips threads for each picture (see threadsPerPicture); 0 when `VIPS_CONCURRENCY`, libvips'
+   * own setting, is set: it wins.
+   */
+  pictureThreads: number;
 }
 
 export interface AttachmentIngestConfig extends CommonConfig {
@@ -46,6 +54,9 @@ export function readIngestLimits(env: Env): IngestLimits {
     progressMs: envInt(env, 'INGEST_PROGRESS_MS', 250, { min: 0 }),
     textPageChars: envInt(env, 'INGEST_TEXT_PAGE_CHARS', 4000, { min: 100 }),
     headings: limitsFromEnv(env).HEADINGS,
+    pictureThreads: env['VIPS_CONCURRENCY']
+      ? 0
+      : threadsPerPicture(availableParallelism(), WORKER_OPTIONS[QueueName.Attachments].concurrency ?? 1),
   };
 }
 

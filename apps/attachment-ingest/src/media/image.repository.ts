@@ -40,7 +40,7 @@ const PIXELS_UNREADABLE = 'the picture cannot be decoded: its pixel data is corr
  * applies EXIF orientation; output carries no metadata.
  */
 export class ImageRepository {
-  /** `threads`: libvips' for each picture (process-wide; see threadsPerPicture), else its default. */
+  /** `threads`: libvips' for each picture (process-wide; see threadsPerPicture); 0 or none leaves its own. */
   constructor(options: { threads?: number } = {}) {
     if (options.threads) sharp.concurrency(options.threads);
   }
