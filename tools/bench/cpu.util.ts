@@ -21,6 +21,12 @@ export function cpuMs(pid: number | undefined): number | null {
   }
 }
 
+/** User + system CPU time of this process in ms, all its threads (sharp's and libuv's included). */
+export function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 /** The sum of cpuMs over `pids`, or null when none could be read. */
 export function cpuMsOfAll(pids: readonly number[]): number | null {
   return pids.reduce<number | null>((total, pid) => {

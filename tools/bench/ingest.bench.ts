@@ -19,7 +19,7 @@ import {
   type FakeOpenAI,
   type SseEvent,
 } from '@portal/testing';
-import { cpuMs, cpuMsOfAll, pidsOf, redisServerPid } from './cpu.util';
+import { cpuMs, cpuMsOfAll, ownCpuMs, pidsOf, redisServerPid } from './cpu.util';
 
 /**
  * `npm run bench:ingest`: what the portal's attachment path costs next to the bare tool doing the
@@ -323,10 +323,7 @@ async function cpuReaders(e2e: E2EPortal): Promise<Record<Part, () => number | n
   const postgres = pidsOf('postgres');
   const redis = (await redisServerPid()) ?? undefined;
   return {
-    client: () => {
-      const own = process.cpuUsage();
-      return (own.user + own.system) / 1000;
-    },
+    client: ownCpuMs,
     gateway: () => cpuMs(portal.pid('gateway')),
     'attachment-ingest': () => cpuMs(portal.pid('attachment-ingest')),
     'other services': () => cpuMsOfAll(others.flatMap((app) => portal.pid(app) ?? [])),
@@ -350,10 +347,9 @@ function addCpuSince(total: Map<Part, number>, before: Map<Part, number>, now: M
 
 /** The bare call's CPU ms in this process (sharp's threads included). */
 async function withCpu<T>(work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
-  const before = process.cpuUsage();
+  const before = ownCpuMs();
   const result = await work();
-  const used = process.cpuUsage(before);
-  return { result, cpuMs: (used.user + used.system) / 1000 };
+  return { result, cpuMs: ownCpuMs() - before };
 }
 
 // --- Main --------------------------------------------------------------------------------------

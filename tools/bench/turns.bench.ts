@@ -18,7 +18,7 @@ import {
   type RunningPortal,
   type SseEvent,
 } from '@portal/testing';
-import { cpuMs, cpuMsOfAll, redisServerPid } from './cpu.util';
+import { cpuMs, cpuMsOfAll, ownCpuMs, redisServerPid } from './cpu.util';
 import { startTimingProxy } from './timing-proxy.util';
 
 /**
@@ -185,14 +185,13 @@ async function accounts(portal: RunningPortal, pg: Client): Promise<Accounts> {
     'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
   );
   const redisPid = await redisServerPid();
-  const own = process.cpuUsage();
   return {
     cpu: {
       gateway: cpuMs(portal.pid('gateway')),
       'turn-orchestrator': cpuMs(portal.pid('turn-orchestrator')),
       'postgres (bench db backends)': cpuMsOfAll(backends.rows.map((r) => r.pid)),
       'redis (whole server)': cpuMs(redisPid ?? undefined),
-      'bench client + fake model': (own.user + own.system) / 1000,
+      'bench client + fake model': ownCpuMs(),
     },
   };
 }
