@@ -1,5 +1,9 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import IORedis, { type Redis } from 'ioredis';
+import { getRedisBytes } from './redis-get.util';
+
+/** Silence, while a take reads, after which Redis is taken to be gone (and the blob store is read). */
+const TAKE_IDLE_TIMEOUT_MS = 5_000;
 
 /** Whose upload: the org scopes the key, so another org's id finds nothing. */
 export interface UploadKey {
@@ -19,7 +23,7 @@ export class UploadHandOff implements OnModuleDestroy {
   private readonly redis: Redis;
 
   constructor(
-    redisUrl: string,
+    private readonly redisUrl: string,
     private readonly prefix: string,
   ) {
     // Best effort both ways: a failure answers at once rather than waiting for a reconnection.
@@ -37,9 +41,16 @@ export class UploadHandOff implements OnModuleDestroy {
     }
   }
 
-  /** The bytes while they are kept, else null (also when Redis cannot be reached). */
+  /**
+   * The bytes while they are kept, else null (also when Redis cannot be reached). Read into a
+   * buffer of their size (getRedisBytes); a `rediss://` Redis through ioredis, whose reply holds
+   * three times the file's size while the file is read.
+   */
   async take(key: UploadKey): Promise<Buffer | null> {
-    return this.redis.getBuffer(this.keyOf(key)).catch(() => null);
+    const read = this.redisUrl.startsWith('redis://')
+      ? getRedisBytes(this.redisUrl, this.keyOf(key), TAKE_IDLE_TIMEOUT_MS)
+      : this.redis.getBuffer(this.keyOf(key));
+    return read.catch(() => null);
   }
 
   /** Forgets the bytes once they are read for good; the TTL would, later. */

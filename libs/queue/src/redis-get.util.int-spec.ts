@@ -1,0 +1,158 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createConnection, createServer, type Server } from 'node:net';
+import IORedis from 'ioredis';
+import { getRedisBytes } from './redis-get.util';
+
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `redis-get-spec:${randomBytes(4).toString('hex')}`;
+const redis = new IORedis(redisUrl);
+
+/** A local TCP server that answers each connection with `reply` (or nothing). */
+async function fakeRedis(
+  reply: (socket: import('node:net').Socket) => void,
+): Promise<{ url: string; server: Server }> {
+  const server = createServer(reply);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `redis://127.0.0.1:${port}`, server };
+}
+
+async function freePort(): Promise<number> {
+  const { server } = await fakeRedis((s) => s.destroy());
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+describe('getRedisBytes', () => {
+  it.each([0, 1, 4093, 4094, 4095, 4096, 65_543, 5_000_000])(
+    'reads a value of %i bytes exactly, held in a buffer of its own size',
+    async (size) => {
+      const value = randomBytes(size);
+      await redis.set(`${prefix}:v${size}`, value);
+      const read = await getRedisBytes(redisUrl, `${prefix}:v${size}`, 5_000);
+      expect(read?.equals(value)).toBe(true);
+      // The value and its reply's CRLF: nothing of the size of a pool, nothing shared.
+      expect(read?.buffer.byteLength).toBe(size + 2);
+    },
+  );
+
+  it('answers null for a missing key', async () => {
+    expect(await getRedisBytes(redisUrl, `${prefix}:missing`, 5_000)).toBeNull();
+  });
+
+  it("rejects with Redis' error when the key is not a string", async () => {
+    await redis.rpush(`${prefix}:list`, 'a');
+    await expect(getRedisBytes(redisUrl, `${prefix}:list`, 5_000)).rejects.toThrow(/WRONGTYPE/);
+  });
+
+  it("reads from the URL's database", async () => {
+    const other = new IORedis(`${redisUrl}/7`);
+    try {
+      await other.set(`${prefix}:db7`, 'seven', 'EX', 60);
+      expect(await getRedisBytes(`${redisUrl}/7`, `${prefix}:db7`, 5_000)).toEqual(Buffer.from('seven'));
+      expect(await getRedisBytes(redisUrl, `${prefix}:db7`, 5_000)).toBeNull();
+    } finally {
+      await other.del(`${prefix}:db7`);
+      other.disconnect();
+    }
+  });
+
+  it('reads a reply that comes a byte at a time', async () => {
+    const { url, server } = await fakeRedis((socket) => {
+      socket.once('data', async () => {
+        for (const byte of Buffer.from('$12\r\nhello\r\nworld\r\n')) {
+          socket.write(Buffer.from([byte]));
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+      });
+    });
+    try {
+      expect(await getRedisBytes(url, 'k', 5_000)).toEqual(Buffer.from('hello\r\nworld'));
+    } finally {
+      server.close();
+    }
+  });
+
+  it('rejects when Redis closes before the value is in, frames it wrongly, stays silent or is not there', async () => {
+    const cut = await fakeRedis((socket) => socket.once('data', () => socket.end('$10\r\nhalf')));
+    const silent = await fakeRedis(() => undefined);
+    const misframed = await fakeRedis((socket) => socket.once('data', () => socket.write('$2\r\nabc\r\n')));
+    try {
+      await expect(getRedisBytes(cut.url, 'k', 5_000)).rejects.toThrow(/closed the connection/);
+      await expect(getRedisBytes(misframed.url, 'k', 5_000)).rejects.toThrow(/does not end its reply/);
+      await expect(getRedisBytes(silent.url, 'k', 200)).rejects.toThrow(/did not answer within 200 ms/);
+      await expect(getRedisBytes(`redis://127.0.0.1:${await freePort()}`, 'k', 5_000)).rejects.toThrow(
+        /ECONNREFUSED/,
+      );
+      await expect(getRedisBytes('rediss://127.0.0.1:6379', 'k', 5_000)).rejects.toThrow(/redis:\/\//);
+    } finally {
+      cut.server.close();
+      silent.server.close();
+      misframed.server.close();
+    }
+  });
+
+  describe('on a Redis with a password', () => {
+    let server: ChildProcess;
+    let port: number;
+
+    beforeAll(async () => {
+      port = await freePort();
+      server = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--requirepass',
+          's3cret',
+        ],
+        { stdio: 'ignore' },
+      );
+      for (let tries = 0; ; tries++) {
+        const up = await new Promise<boolean>((resolve) => {
+          const socket = createConnection({ port, host: '127.0.0.1' });
+          socket.once('connect', () => (socket.destroy(), resolve(true)));
+          socket.once('error', () => resolve(false));
+        });
+        if (up) break;
+        if (tries > 200) throw new Error('redis-server did not start');
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      const admin = new IORedis(`redis://:s3cret@127.0.0.1:${port}`);
+      await admin.set('k', 'guarded');
+      await admin.call('ACL', 'SETUSER', 'reader', 'on', '>p@ss/word', '~*', '+get');
+      admin.disconnect();
+    });
+    afterAll(() => server.kill('SIGKILL'));
+
+    it("authenticates with the URL's password, or user and password", async () => {
+      expect(await getRedisBytes(`redis://:s3cret@127.0.0.1:${port}`, 'k', 5_000)).toEqual(
+        Buffer.from('guarded'),
+      );
+      expect(await getRedisBytes(`redis://reader:p%40ss%2Fword@127.0.0.1:${port}/0`, 'k', 5_000)).toEqual(
+        Buffer.from('guarded'),
+      );
+    });
+
+    it('rejects a wrong password or none', async () => {
+      await expect(getRedisBytes(`redis://:wrong@127.0.0.1:${port}`, 'k', 5_000)).rejects.toThrow(
+        /WRONGPASS/,
+      );
+      await expect(getRedisBytes(`redis://127.0.0.1:${port}`, 'k', 5_000)).rejects.toThrow(/NOAUTH/);
+    });
+  });
+});
