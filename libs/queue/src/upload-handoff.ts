@@ -1,9 +1,12 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import IORedis, { type Redis } from 'ioredis';
-import { getRedisBytes } from './redis-get.util';
+import { redisCommand } from './redis-command.util';
 
-/** Silence, while a take reads, after which Redis is taken to be gone (and the blob store is read). */
-const TAKE_IDLE_TIMEOUT_MS = 5_000;
+/**
+ * Silence from Redis after which it is taken to be gone: the gateway then writes the blob store
+ * before it queues the job, and the worker reads the blob store.
+ */
+const IDLE_TIMEOUT_MS = 5_000;
 
 /** Whose upload: the org scopes the key, so another org's id finds nothing. */
 export interface UploadKey {
@@ -17,10 +20,15 @@ export interface UploadKey {
  * blob store: that write then costs the upload's answer, not the time until the file is read.
  * Redis keeps nothing on disk, so the blob store stays the truth: a worker that finds no copy here
  * (expired, dropped, Redis restarted) reads the blob store, which the gateway wrote before it
- * answered 201. On its own connection, so a large SET never holds up the queue or the events.
+ * answered 201. On connections of its own, so a large SET never holds up the queue or the events.
  */
 export class UploadHandOff implements OnModuleDestroy {
   private readonly redis: Redis;
+  /**
+   * The bytes go through redisCommand, which neither copies nor pools them (a `redis://` URL);
+   * through ioredis otherwise (`rediss://`), which holds a few times the file's size meanwhile.
+   */
+  private readonly direct: boolean;
 
   constructor(
     private readonly redisUrl: string,
@@ -28,29 +36,30 @@ export class UploadHandOff implements OnModuleDestroy {
   ) {
     // Best effort both ways: a failure answers at once rather than waiting for a reconnection.
     this.redis = new IORedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    this.direct = redisUrl.startsWith('redis://');
   }
 
   /** Keeps the bytes for `ttlMs`; false (never a throw) when Redis did not take them. */
   async put(key: UploadKey, bytes: Buffer, ttlMs: number): Promise<boolean> {
     if (ttlMs <= 0) return false;
-    try {
-      await this.redis.set(this.keyOf(key), bytes, 'PX', ttlMs);
-      return true;
-    } catch {
-      return false;
-    }
+    const stored = this.direct
+      ? redisCommand(this.redisUrl, ['SET', this.keyOf(key), bytes, 'PX', String(ttlMs)], IDLE_TIMEOUT_MS)
+      : this.redis.set(this.keyOf(key), bytes, 'PX', ttlMs);
+    return stored.then(
+      (reply) => reply === 'OK',
+      () => false,
+    );
   }
 
-  /**
-   * The bytes while they are kept, else null (also when Redis cannot be reached). Read into a
-   * buffer of their size (getRedisBytes); a `rediss://` Redis through ioredis, whose reply holds
-   * three times the file's size while the file is read.
-   */
+  /** The bytes while they are kept, else null (also when Redis cannot be reached). */
   async take(key: UploadKey): Promise<Buffer | null> {
-    const read = this.redisUrl.startsWith('redis://')
-      ? getRedisBytes(this.redisUrl, this.keyOf(key), TAKE_IDLE_TIMEOUT_MS)
+    const taken = this.direct
+      ? redisCommand(this.redisUrl, ['GET', this.keyOf(key)], IDLE_TIMEOUT_MS)
       : this.redis.getBuffer(this.keyOf(key));
-    return read.catch(() => null);
+    return taken.then(
+      (reply) => (Buffer.isBuffer(reply) ? reply : null),
+      () => null,
+    );
   }
 
   /** Forgets the bytes once they are read for good; the TTL would, later. */

@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createConnection, createServer, type Server } from 'node:net';
 import IORedis from 'ioredis';
-import { getRedisBytes } from './redis-get.util';
+import { redisCommand } from './redis-command.util';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const prefix = `redis-get-spec:${randomBytes(4).toString('hex')}`;
+const prefix = `redis-command-spec:${randomBytes(4).toString('hex')}`;
 const redis = new IORedis(redisUrl);
 
 /** A local TCP server that answers each connection with `reply` (or nothing). */
@@ -25,40 +25,56 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+const get = (url: string, key: string, timeoutMs = 5_000) => redisCommand(url, ['GET', key], timeoutMs);
+
 afterAll(async () => {
   const keys = await redis.keys(`${prefix}:*`);
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
 });
 
-describe('getRedisBytes', () => {
+describe('redisCommand', () => {
   it.each([0, 1, 4093, 4094, 4095, 4096, 65_543, 5_000_000])(
-    'reads a value of %i bytes exactly, held in a buffer of its own size',
+    'reads a GET of %i bytes exactly, into a buffer of its own size',
     async (size) => {
       const value = randomBytes(size);
       await redis.set(`${prefix}:v${size}`, value);
-      const read = await getRedisBytes(redisUrl, `${prefix}:v${size}`, 5_000);
-      expect(read?.equals(value)).toBe(true);
+      const read = (await get(redisUrl, `${prefix}:v${size}`)) as Buffer;
+      expect(read.equals(value)).toBe(true);
       // The value and its reply's CRLF: nothing of the size of a pool, nothing shared.
-      expect(read?.buffer.byteLength).toBe(size + 2);
+      expect(read.buffer.byteLength).toBe(size + 2);
     },
   );
 
-  it('answers null for a missing key', async () => {
-    expect(await getRedisBytes(redisUrl, `${prefix}:missing`, 5_000)).toBeNull();
+  it('writes a SET with a Buffer exactly, and answers its simple string and integers', async () => {
+    const value = randomBytes(3_000_000);
+    const key = `${prefix}:set`;
+    expect(await redisCommand(redisUrl, ['SET', key, value, 'PX', '60000'], 5_000)).toBe('OK');
+    expect((await redis.getBuffer(key))?.equals(value)).toBe(true);
+    expect(await redis.pttl(key)).toBeGreaterThan(50_000);
+    expect(await redisCommand(redisUrl, ['STRLEN', key], 5_000)).toBe(3_000_000);
+    expect(await redisCommand(redisUrl, ['SET', key, Buffer.alloc(0)], 5_000)).toBe('OK');
+    expect(await redis.getBuffer(key)).toEqual(Buffer.alloc(0));
   });
 
-  it("rejects with Redis' error when the key is not a string", async () => {
+  it('answers null for a missing key', async () => {
+    expect(await get(redisUrl, `${prefix}:missing`)).toBeNull();
+  });
+
+  it("rejects with Redis' error, and on a reply it does not read (an array)", async () => {
     await redis.rpush(`${prefix}:list`, 'a');
-    await expect(getRedisBytes(redisUrl, `${prefix}:list`, 5_000)).rejects.toThrow(/WRONGTYPE/);
+    await expect(get(redisUrl, `${prefix}:list`)).rejects.toThrow(/WRONGTYPE/);
+    await expect(redisCommand(redisUrl, ['LRANGE', `${prefix}:list`, '0', '-1'], 5_000)).rejects.toThrow(
+      /does not read/,
+    );
   });
 
   it("reads from the URL's database", async () => {
     const other = new IORedis(`${redisUrl}/7`);
     try {
       await other.set(`${prefix}:db7`, 'seven', 'EX', 60);
-      expect(await getRedisBytes(`${redisUrl}/7`, `${prefix}:db7`, 5_000)).toEqual(Buffer.from('seven'));
-      expect(await getRedisBytes(redisUrl, `${prefix}:db7`, 5_000)).toBeNull();
+      expect(await get(`${redisUrl}/7`, `${prefix}:db7`)).toEqual(Buffer.from('seven'));
+      expect(await get(redisUrl, `${prefix}:db7`)).toBeNull();
     } finally {
       await other.del(`${prefix}:db7`);
       other.disconnect();
@@ -75,7 +91,7 @@ describe('getRedisBytes', () => {
       });
     });
     try {
-      expect(await getRedisBytes(url, 'k', 5_000)).toEqual(Buffer.from('hello\r\nworld'));
+      expect(await get(url, 'k')).toEqual(Buffer.from('hello\r\nworld'));
     } finally {
       server.close();
     }
@@ -86,13 +102,11 @@ describe('getRedisBytes', () => {
     const silent = await fakeRedis(() => undefined);
     const misframed = await fakeRedis((socket) => socket.once('data', () => socket.write('$2\r\nabc\r\n')));
     try {
-      await expect(getRedisBytes(cut.url, 'k', 5_000)).rejects.toThrow(/closed the connection/);
-      await expect(getRedisBytes(misframed.url, 'k', 5_000)).rejects.toThrow(/does not end its reply/);
-      await expect(getRedisBytes(silent.url, 'k', 200)).rejects.toThrow(/did not answer within 200 ms/);
-      await expect(getRedisBytes(`redis://127.0.0.1:${await freePort()}`, 'k', 5_000)).rejects.toThrow(
-        /ECONNREFUSED/,
-      );
-      await expect(getRedisBytes('rediss://127.0.0.1:6379', 'k', 5_000)).rejects.toThrow(/redis:\/\//);
+      await expect(get(cut.url, 'k')).rejects.toThrow(/closed the connection/);
+      await expect(get(misframed.url, 'k')).rejects.toThrow(/a value does not end its reply/);
+      await expect(get(silent.url, 'k', 200)).rejects.toThrow(/did not answer within 200 ms/);
+      await expect(get(`redis://127.0.0.1:${await freePort()}`, 'k')).rejects.toThrow(/ECONNREFUSED/);
+      await expect(get('rediss://127.0.0.1:6379', 'k')).rejects.toThrow(/redis:\/\//);
     } finally {
       cut.server.close();
       silent.server.close();
@@ -140,19 +154,15 @@ describe('getRedisBytes', () => {
     afterAll(() => server.kill('SIGKILL'));
 
     it("authenticates with the URL's password, or user and password", async () => {
-      expect(await getRedisBytes(`redis://:s3cret@127.0.0.1:${port}`, 'k', 5_000)).toEqual(
-        Buffer.from('guarded'),
-      );
-      expect(await getRedisBytes(`redis://reader:p%40ss%2Fword@127.0.0.1:${port}/0`, 'k', 5_000)).toEqual(
+      expect(await get(`redis://:s3cret@127.0.0.1:${port}`, 'k')).toEqual(Buffer.from('guarded'));
+      expect(await get(`redis://reader:p%40ss%2Fword@127.0.0.1:${port}/0`, 'k')).toEqual(
         Buffer.from('guarded'),
       );
     });
 
     it('rejects a wrong password or none', async () => {
-      await expect(getRedisBytes(`redis://:wrong@127.0.0.1:${port}`, 'k', 5_000)).rejects.toThrow(
-        /WRONGPASS/,
-      );
-      await expect(getRedisBytes(`redis://127.0.0.1:${port}`, 'k', 5_000)).rejects.toThrow(/NOAUTH/);
+      await expect(get(`redis://:wrong@127.0.0.1:${port}`, 'k')).rejects.toThrow(/WRONGPASS/);
+      await expect(get(`redis://127.0.0.1:${port}`, 'k')).rejects.toThrow(/NOAUTH/);
     });
   });
 });
