@@ -1,0 +1,49 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { UploadHandOff } from './upload-handoff';
+
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `handoff-spec-${randomBytes(4).toString('hex')}`;
+
+async function refusedUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return `redis://127.0.0.1:${port}`;
+}
+
+describe('UploadHandOff', () => {
+  // A redis:// URL goes through redisCommand; the same Redis named without a scheme, through ioredis.
+  it.each([redisUrl, redisUrl.replace(/^redis:\/\//, '')])(
+    'keeps, gives back and forgets the bytes, scoped by org (%s)',
+    async (url) => {
+      const handoff = new UploadHandOff(url, prefix);
+      try {
+        const key = { orgId: 'acme', attachmentId: randomUUID() };
+        const bytes = randomBytes(1_000_000);
+        expect(await handoff.put(key, bytes, 60_000)).toBe(true);
+        expect((await handoff.take(key))?.equals(bytes)).toBe(true);
+        expect(await handoff.take({ ...key, orgId: 'globex' })).toBeNull();
+        await handoff.drop(key);
+        expect(await handoff.take(key)).toBeNull();
+        expect(await handoff.put(key, bytes, 0)).toBe(false);
+        expect(await handoff.take(key)).toBeNull();
+      } finally {
+        await handoff.onModuleDestroy();
+      }
+    },
+  );
+
+  it('answers false and null at once, never throws, when Redis cannot be reached', async () => {
+    const handoff = new UploadHandOff(await refusedUrl(), prefix);
+    try {
+      const key = { orgId: 'acme', attachmentId: randomUUID() };
+      expect(await handoff.put(key, Buffer.from('bytes'), 60_000)).toBe(false);
+      expect(await handoff.take(key)).toBeNull();
+      await expect(handoff.drop(key)).resolves.toBeUndefined();
+    } finally {
+      await handoff.onModuleDestroy();
+    }
+  });
+});
