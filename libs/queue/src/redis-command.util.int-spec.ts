@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createConnection, createServer, type Server } from 'node:net';
 import IORedis from 'ioredis';
-import { redisCommand } from './redis-command.util';
+import { redisCommand, redisCommandTakes } from './redis-command.util';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `redis-command-spec:${randomBytes(4).toString('hex')}`;
@@ -104,9 +104,20 @@ describe('redisCommand', () => {
     try {
       await expect(get(cut.url, 'k')).rejects.toThrow(/closed the connection/);
       await expect(get(misframed.url, 'k')).rejects.toThrow(/a value does not end its reply/);
-      await expect(get(silent.url, 'k', 200)).rejects.toThrow(/did not answer within 200 ms/);
+      await expect(get(silent.url, 'k', 200)).rejects.toThrow(/silent for 200 ms/);
       await expect(get(`redis://127.0.0.1:${await freePort()}`, 'k')).rejects.toThrow(/ECONNREFUSED/);
       await expect(get('rediss://127.0.0.1:6379', 'k')).rejects.toThrow(/redis:\/\//);
+      expect(['redis://h', 'redis://:p@h:1/2', 'REDIS://h'].map(redisCommandTakes)).toEqual([
+        true,
+        true,
+        true,
+      ]);
+      expect(['rediss://h', 'h:6379', '127.0.0.1:6379', ''].map(redisCommandTakes)).toEqual([
+        false,
+        false,
+        false,
+        false,
+      ]);
     } finally {
       cut.server.close();
       silent.server.close();

@@ -6,6 +6,11 @@ const LINE_BYTES = 4096;
 /** What one Redis command answered: a simple string, an integer, a bulk string, or nil. */
 export type RedisReply = string | number | Buffer | null;
 
+/** Whether redisCommand can talk to this Redis: plain `redis://` (TLS is not spoken here). */
+export function redisCommandTakes(url: string): boolean {
+  return URL.canParse(url) && new URL(url).protocol === 'redis:';
+}
+
 /**
  * One Redis command on a connection opened for it (with the URL's password and database) and
  * closed once it is answered, with large values neither copied nor pooled: a Buffer argument is
@@ -14,16 +19,15 @@ export type RedisReply = string | number | Buffer | null;
  * longer than a socket read into a pool three times its length, answering a slice of that pool:
  * a 25 MB upload held 75 MB while it was read, and 100 MB passed through the process.
  * Rejects on an error reply, an array reply, a connection that ends first, or `timeoutMs` without
- * a byte from Redis. Plain `redis://` URLs only.
+ * a byte from Redis. Only URLs that redisCommandTakes.
  */
 export async function redisCommand(
   url: string,
   command: (string | Buffer)[],
   timeoutMs: number,
 ): Promise<RedisReply> {
+  if (!redisCommandTakes(url)) throw new Error('redisCommand takes redis:// URLs only');
   const target = new URL(url);
-  if (target.protocol !== 'redis:')
-    throw new Error(`redisCommand takes redis:// URLs, not ${target.protocol}`);
   const setup: string[][] = [];
   const password = decodeURIComponent(target.password);
   if (password) {
@@ -107,7 +111,7 @@ export async function redisCommand(
         },
       },
     });
-    socket.setTimeout(timeoutMs, () => end(new Error(`Redis did not answer within ${timeoutMs} ms`)));
+    socket.setTimeout(timeoutMs, () => end(new Error(`Redis was silent for ${timeoutMs} ms`)));
     socket.on('error', (err) => end(err));
     socket.on('close', () => end(new Error('Redis closed the connection before the reply ended')));
     // Written in one go (writev), each Buffer as it is. Not end(): Redis may drop the replies to a

@@ -1,17 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { UploadHandOff } from './upload-handoff';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `handoff-spec-${randomBytes(4).toString('hex')}`;
-
-async function refusedUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return `redis://127.0.0.1:${port}`;
-}
 
 describe('UploadHandOff', () => {
   // A redis:// URL goes through redisCommand; the same Redis named without a scheme, through ioredis.
@@ -35,8 +26,22 @@ describe('UploadHandOff', () => {
     },
   );
 
+  it('gives the bytes of a redis:// Redis back in a buffer of their size, not a slice of a reply pool', async () => {
+    const handoff = new UploadHandOff(redisUrl, prefix);
+    try {
+      const key = { orgId: 'acme', attachmentId: randomUUID() };
+      const bytes = randomBytes(3_000_000);
+      await handoff.put(key, bytes, 60_000);
+      const taken = await handoff.take(key);
+      expect(taken?.equals(bytes)).toBe(true);
+      expect(taken!.buffer.byteLength).toBeLessThan(bytes.length + 16); // ioredis: 9,000,000
+    } finally {
+      await handoff.onModuleDestroy();
+    }
+  });
+
   it('answers false and null at once, never throws, when Redis cannot be reached', async () => {
-    const handoff = new UploadHandOff(await refusedUrl(), prefix);
+    const handoff = new UploadHandOff('redis://127.0.0.1:1', prefix); // nothing listens on port 1;
     try {
       const key = { orgId: 'acme', attachmentId: randomUUID() };
       expect(await handoff.put(key, Buffer.from('bytes'), 60_000)).toBe(false);

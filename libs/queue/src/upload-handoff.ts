@@ -1,6 +1,6 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import IORedis, { type Redis } from 'ioredis';
-import { redisCommand } from './redis-command.util';
+import { redisCommand, redisCommandTakes } from './redis-command.util';
 
 /**
  * Silence from Redis after which it is taken to be gone: the gateway then writes the blob store
@@ -25,7 +25,7 @@ export interface UploadKey {
 export class UploadHandOff implements OnModuleDestroy {
   private readonly redis: Redis;
   /**
-   * The bytes go through redisCommand, which neither copies nor pools them (a `redis://` URL);
+   * The bytes go through redisCommand, which neither copies nor pools them, when it takes the URL;
    * through ioredis otherwise (`rediss://`), which holds a few times the file's size meanwhile.
    */
   private readonly direct: boolean;
@@ -36,7 +36,7 @@ export class UploadHandOff implements OnModuleDestroy {
   ) {
     // Best effort both ways: a failure answers at once rather than waiting for a reconnection.
     this.redis = new IORedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    this.direct = redisUrl.startsWith('redis://');
+    this.direct = redisCommandTakes(redisUrl);
   }
 
   /** Keeps the bytes for `ttlMs`; false (never a throw) when Redis did not take them. */
