@@ -29,8 +29,9 @@ import { cpuMs, cpuMsOfAll, ownCpuMs, pidsOf, redisServerPid } from './cpu.util'
  * 1. A 12-megapixel JPEG (4000×3000, EXIF orientation 6) uploaded to a conversation whose agent's
  *    model sees (2048 × 768): from POST /v1/attachments until the conversation's
  *    `attachment_progress` event says `finished`, against one bare sharp call on the same bytes
- *    (rotate + resize to the same size + JPEG encode). Median of N runs each (`--runs=N`, ≥ 5).
- *    With the CPU time each part of the machine spent per upload (this bench as the client, each
+ *    (rotate + resize to the same size + JPEG encode). Median of N runs each (`--runs=N`, ≥ 5; 11
+ *    by default), and each upload's time over the bare call's right after it, which shows how far
+ *    the machine's speed drifted during the runs. With the CPU time each part of the machine spent per upload (this bench as the client, each
  *    service, Postgres, Redis; Linux /proc): on a small machine the path is bound by CPU.
  * 2. A 300-page text PDF (`--pages=N`) the same way, against `pdftotext` on the same file: pages
  *    per second of each (median of `--pdf-runs=N` runs, after one warm-up upload, as for the
@@ -44,7 +45,7 @@ const arg = (name: string, fallback: number) => {
   const found = process.argv.find((a) => a.startsWith(`--${name}=`));
   return found ? Number(found.split('=')[1]) : fallback;
 };
-const RUNS = Math.max(5, arg('runs', 7));
+const RUNS = Math.max(5, arg('runs', 11));
 const PDF_RUNS = Math.max(1, arg('pdf-runs', 3));
 const PAGES = arg('pages', 300);
 const PDFTOTEXT = '/usr/bin/pdftotext';
@@ -443,6 +444,16 @@ async function main(): Promise<void> {
       line(`     all parts of the portal path`, num(sum));
       line(`     bare sharp`, num(bareCpu / RUNS));
     }
+    // Each upload against the bare call right after it: how far the machine's speed drifted.
+    const pairRatios = picturePortal.map((s, i) => s.finished / pictureBare[i]);
+    line(
+      `   each upload / the bare call after it: median (least–most)`,
+      `${num(median(pairRatios), 2)}× (${num(Math.min(...pairRatios), 2)}–${num(Math.max(...pairRatios), 2)})`,
+    );
+    line(
+      `   bare sharp over the runs (least–most ms)`,
+      `${num(Math.min(...pictureBare))}–${num(Math.max(...pictureBare))}`,
+    );
     const pictureRatio = portalMs / sharpMs;
     line(
       `   ratio portal / sharp (target ≤ ${TARGETS.pictureRatio}×)`,
