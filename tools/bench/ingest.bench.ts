@@ -31,8 +31,9 @@ import { cpuMs, cpuMsOfAll, ownCpuMs, pidsOf, redisServerPid } from './cpu.util'
  *    `attachment_progress` event says `finished`, against one bare sharp call on the same bytes
  *    (rotate + resize to the same size + JPEG encode). Median of N runs each (`--runs=N`, ≥ 5; 11
  *    by default), and each upload's time over the bare call's right after it, which shows how far
- *    the machine's speed drifted during the runs. With the CPU time each part of the machine spent per upload (this bench as the client, each
- *    service, Postgres, Redis; Linux /proc): on a small machine the path is bound by CPU.
+ *    the machine's speed drifted during the runs. With the CPU time each part of the machine spent
+ *    per upload (this bench as the client, each service, Postgres, Redis; Linux /proc): on a small
+ *    machine the path is bound by CPU.
  * 2. A 300-page text PDF (`--pages=N`) the same way, against `pdftotext` on the same file: pages
  *    per second of each (median of `--pdf-runs=N` runs, after one warm-up upload, as for the
  *    picture: the readers' JIT is as warm as it is in a worker that has read a few documents; the
@@ -64,6 +65,10 @@ function median(values: number[]): number {
 }
 
 const num = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
+
+/** "least–most" of `values`. */
+const spread = (values: number[], digits = 1) =>
+  `${num(Math.min(...values), digits)}–${num(Math.max(...values), digits)}`;
 
 // --- Inputs ------------------------------------------------------------------------------------
 
@@ -444,16 +449,12 @@ async function main(): Promise<void> {
       line(`     all parts of the portal path`, num(sum));
       line(`     bare sharp`, num(bareCpu / RUNS));
     }
-    // Each upload against the bare call right after it: how far the machine's speed drifted.
     const pairRatios = picturePortal.map((s, i) => s.finished / pictureBare[i]);
     line(
       `   each upload / the bare call after it: median (least–most)`,
-      `${num(median(pairRatios), 2)}× (${num(Math.min(...pairRatios), 2)}–${num(Math.max(...pairRatios), 2)})`,
+      `${num(median(pairRatios), 2)}× (${spread(pairRatios, 2)})`,
     );
-    line(
-      `   bare sharp over the runs (least–most ms)`,
-      `${num(Math.min(...pictureBare))}–${num(Math.max(...pictureBare))}`,
-    );
+    line(`   bare sharp over the runs (least–most ms)`, spread(pictureBare));
     const pictureRatio = portalMs / sharpMs;
     line(
       `   ratio portal / sharp (target ≤ ${TARGETS.pictureRatio}×)`,
