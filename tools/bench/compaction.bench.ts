@@ -15,6 +15,7 @@ import {
 import { seedConversation } from '../../libs/dal/bench/window-assemble.bench';
 import { createDataSource } from '../../libs/dal/src/data-source';
 import { answer, settledTurn } from '../../libs/dal/src/testing/dal.fixtures';
+import { median } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
 
 /**
@@ -117,12 +118,6 @@ function summaryAnswer(request: FakeRequest): FakeAnswer {
 
 // --- Numbers -----------------------------------------------------------------------------------
 
-const median = (values: number[]) => {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 const fmt = (ms: number, width = 12) => (Number.isFinite(ms) ? ms.toFixed(1) : 'n/a').padStart(width);
 
 // --- One timed compaction ------------------------------------------------------------------------

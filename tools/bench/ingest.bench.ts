@@ -20,6 +20,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, pidsOf, redisServerPid } from './cpu.util';
+import { median } from './stats.util';
 
 /**
  * `npm run bench:ingest`: what the portal's attachment path costs next to the bare tool doing the
@@ -56,13 +57,6 @@ const TARGETS = { pictureRatio: 1.5, pdfRatio: 4 };
 const SETTLE_TIMEOUT_MS = 300_000;
 
 // --- Numbers -----------------------------------------------------------------------------------
-
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
 
 const num = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
 
