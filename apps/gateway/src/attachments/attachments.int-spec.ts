@@ -1,5 +1,6 @@
 import fastifyMultipart from '@fastify/multipart';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { request } from 'node:http';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -21,6 +22,7 @@ import { createTestDatabase, type TestDatabase } from '@portal/testing';
 import { ApiErrorFilter } from '../common/api-error.filter';
 import { AuthGuard } from '../common/auth.guard';
 import { AttachmentsModule } from './attachments.module';
+import { AttachmentsService } from './attachments.service';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `test-attach-${randomBytes(4).toString('hex')}`;
@@ -224,6 +226,39 @@ describe('POST /v1/attachments', () => {
     });
     const atCap = await post(ALICE, form({ bytes: Buffer.alloc(MAX_BYTES, 'a'), name: 'cap.txt' }));
     expect(atCap.status).toBe(201);
+  });
+
+  it('records nothing of a file whose client goes mid-upload, and answers the next one', async () => {
+    const uploads = jest.spyOn(app.get(AttachmentsService), 'upload');
+    const created = jest.spyOn(app.get(AttachmentRepository), 'create');
+    const handedOff = jest.spyOn(app.get(UploadHandOff), 'put');
+    try {
+      const boundary = `----gone-${randomUUID()}`;
+      const req = request(`${base}/v1/attachments`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${ALICE}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': 2 * MAX_BYTES,
+        },
+      });
+      req.on('error', () => undefined); // the socket this test destroys
+      req.write(
+        `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="half.txt"\r\n` +
+          `content-type: text/plain\r\n\r\n${'a'.repeat(MAX_BYTES / 2)}`,
+      );
+      while (uploads.mock.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      req.destroy();
+      await expect(uploads.mock.results[0].value).rejects.toMatchObject({ code: 'validation_failed' });
+      expect(created).not.toHaveBeenCalled();
+      expect(handedOff).not.toHaveBeenCalled();
+      const next = await post(ALICE, form({ bytes: Buffer.from('whole'), name: 'whole.txt' }));
+      expect(next.status).toBe(201);
+    } finally {
+      uploads.mockRestore();
+      created.mockRestore();
+      handedOff.mockRestore();
+    }
   });
 
   it('answers 400 without a file, or without multipart', async () => {
