@@ -22,7 +22,7 @@ import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent } from '@portal/contracts';
 import { ConversationEvents, PortalMetrics, QueueService, UploadHandOff, WorkerHost } from '@portal/queue';
-import { createTestDatabase, type TestDatabase } from '@portal/testing';
+import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { AttachmentEvents } from './attachment-events';
 import { readIngestLimits, type AttachmentIngestConfig } from './config';
@@ -151,8 +151,7 @@ afterAll(async () => {
   await events.close();
   await handoff.onModuleDestroy();
   const redis = new IORedis(redisUrl);
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length) await redis.del(...keys);
+  await deleteRedisPrefix(redis, prefix);
   redis.disconnect();
   await db.drop();
 });

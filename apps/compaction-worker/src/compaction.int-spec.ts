@@ -34,6 +34,7 @@ import {
 import { ConversationEvents, QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
 import {
   createTestDatabase,
+  deleteRedisPrefix,
   fakeError,
   startFakeOpenAI,
   type FakeOpenAI,
@@ -128,8 +129,7 @@ afterAll(async () => {
   await app.close();
   await events.close();
   await fake.close();
-  const keys = [...(await redis.keys(`{${prefix}:*`)), ...(await redis.keys(`${prefix}:*`))];
-  if (keys.length) await redis.del(...keys);
+  await deleteRedisPrefix(redis, prefix);
   redis.disconnect();
   await db.drop();
 });

@@ -20,7 +20,13 @@ import {
 } from '@portal/dal';
 import type { Block, Effort, Message } from '@portal/domain';
 import { ConversationEvents, QueueService } from '@portal/queue';
-import { createTestDatabase, startFakeOpenAI, type FakeOpenAI, type TestDatabase } from '@portal/testing';
+import {
+  createTestDatabase,
+  deleteRedisPrefix,
+  startFakeOpenAI,
+  type FakeOpenAI,
+  type TestDatabase,
+} from '@portal/testing';
 import IORedis from 'ioredis';
 import { AppModule } from '../src/app.module';
 import { readConfig, type TurnOrchestratorConfig } from '../src/config';
@@ -217,6 +223,7 @@ export async function startHarness(
       jest.restoreAllMocks();
       await app.get(QueueService).close();
       await app.close();
+      await deleteRedisPrefix(redis, prefix);
       redis.disconnect();
       await fake.close();
       await db.drop();

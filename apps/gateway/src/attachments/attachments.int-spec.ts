@@ -18,7 +18,7 @@ import {
   type BlobStore,
 } from '@portal/dal';
 import { QueueModule, QueueService, UploadHandOff } from '@portal/queue';
-import { createTestDatabase, type TestDatabase } from '@portal/testing';
+import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { ApiErrorFilter } from '../common/api-error.filter';
 import { AuthGuard } from '../common/auth.guard';
 import { AttachmentsModule } from './attachments.module';
@@ -91,8 +91,7 @@ afterAll(async () => {
   await app.get(QueueService).close();
   await app.close();
   const redis = new IORedis(redisUrl);
-  const keys = [...(await redis.keys(`{${prefix}:*`)), ...(await redis.keys(`${prefix}:*`))];
-  if (keys.length) await redis.del(...keys);
+  await deleteRedisPrefix(redis, prefix);
   redis.disconnect();
   await db.drop();
 });

@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import IORedis from 'ioredis';
 import { hashApiKey } from '@portal/dal';
 import { DomainError } from '@portal/domain';
+import { deleteRedisPrefix } from '@portal/testing';
 import { RateLimiter, readRateLimitConfig } from './rate-limit';
 
 const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -25,8 +26,7 @@ function fakeReply() {
 
 afterAll(async () => {
   for (const l of limiters) l.onApplicationShutdown();
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length) await redis.del(...keys);
+  await deleteRedisPrefix(redis, prefix);
   redis.disconnect();
 });
 
