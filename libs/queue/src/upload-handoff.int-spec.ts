@@ -35,6 +35,7 @@ describe('UploadHandOff', () => {
       const taken = await handoff.take(key);
       expect(taken?.equals(bytes)).toBe(true);
       expect(taken!.buffer.byteLength).toBeLessThan(bytes.length + 16); // ioredis: 9,000,000
+      await handoff.drop(key);
     } finally {
       await handoff.onModuleDestroy();
     }

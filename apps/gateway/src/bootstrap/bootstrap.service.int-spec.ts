@@ -1,5 +1,6 @@
+import IORedis from 'ioredis';
 import { AgentRepository, UserRepository } from '@portal/dal';
-import { createTestDatabase, type TestDatabase } from '@portal/testing';
+import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import {
   MODELS_YAML,
   STANDARD_BOOTSTRAP,
@@ -81,6 +82,9 @@ describe('the bootstrap file', () => {
       );
     } finally {
       await app.close();
+      const redis = new IORedis(env['REDIS_URL']!);
+      await deleteRedisPrefix(redis, env['PORTAL_PREFIX']!);
+      redis.disconnect();
     }
     expect((await snapshot())['orgs']).toEqual([]);
   });
