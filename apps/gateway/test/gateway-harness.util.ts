@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -125,9 +125,17 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Writes `content` to a fresh temporary file and returns its path. */
+/**
+ * The temporary files of the test file that imports this module, removed after its tests. The
+ * hook is registered on import, at the test file's top level, where Jest takes hooks; a gateway
+ * reads these files when it starts, so they may go before the file's own afterAll closes it.
+ */
+const TEMP_ROOT = mkdtempSync(path.join(tmpdir(), 'gateway-test-'));
+afterAll(() => rmSync(TEMP_ROOT, { recursive: true, force: true }));
+
+/** Writes `content` to a fresh temporary file (a folder each, as names repeat) and returns its path. */
 export function tempFile(name: string, content: string): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'gateway-test-')), name);
+  const file = path.join(mkdtempSync(path.join(TEMP_ROOT, 'file-')), name);
   writeFileSync(file, content);
   return file;
 }

@@ -299,11 +299,14 @@ describe('PromptInputLoader.forPreview', () => {
 });
 
 describe('readPortalFloor', () => {
+  const written: string[] = [];
   const file = (name: string, content: string) => {
     const path = join(tmpdir(), `portal-floor-${process.pid}-${name}`);
     writeFileSync(path, content);
+    written.push(path);
     return path;
   };
+  afterAll(() => written.forEach((path) => rmSync(path, { force: true })));
 
   it('reads portalFloor from a YAML or JSON bootstrap file, else the default', () => {
     expect(readPortalFloor(null)).toBe(DEFAULT_PORTAL_FLOOR);
