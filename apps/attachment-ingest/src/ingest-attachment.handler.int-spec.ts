@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { crc32, deflateSync } from 'node:zlib';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import IORedis from 'ioredis';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import {
@@ -150,9 +149,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await events.close();
   await handoff.onModuleDestroy();
-  const redis = new IORedis(redisUrl);
-  await deleteRedisPrefix(redis, prefix);
-  redis.disconnect();
+  await deleteRedisPrefix(redisUrl, prefix);
   await db.drop();
 });
 

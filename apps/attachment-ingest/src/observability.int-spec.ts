@@ -2,7 +2,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
-import IORedis from 'ioredis';
 import sharp from 'sharp';
 import { QueueName } from '@portal/contracts';
 import {
@@ -21,7 +20,7 @@ import {
   WORKER_OPTIONS,
   WorkerHost,
 } from '@portal/queue';
-import { captureLogs, createTestDatabase, type TestDatabase } from '@portal/testing';
+import { captureLogs, createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { readConfig } from './config';
 import { threadsPerPicture } from './media/image.repository';
@@ -51,10 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.get(QueueService).close();
   await app?.close();
-  const redis = new IORedis(redisUrl);
-  const keys = await redis.keys(`*${prefix}*`);
-  if (keys.length) await redis.del(...keys);
-  redis.disconnect();
+  await deleteRedisPrefix(redisUrl, prefix);
   await db?.drop();
 });
 

@@ -1,7 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import IORedis from 'ioredis';
 import { createLogger, METRIC } from '@portal/queue';
-import { captureLogs, createTestDatabase, type TestDatabase } from '@portal/testing';
+import { captureLogs, createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { KEYS, REDIS_URL, STANDARD_BOOTSTRAP, tempFile, testEnv } from '../test/gateway-harness.util';
 import { readConfig, type GatewayConfig } from './config';
 import { ConversationsService } from './conversations/conversations.service';
@@ -30,10 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app?.close().catch(() => undefined);
-  const redis = new IORedis(REDIS_URL);
-  const keys = await redis.keys(`*${config.prefix}*`);
-  if (keys.length) await redis.del(...keys);
-  redis.disconnect();
+  await deleteRedisPrefix(REDIS_URL, config.prefix);
   await db?.drop();
 });
 

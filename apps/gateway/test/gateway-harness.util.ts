@@ -16,7 +16,7 @@ import {
 } from '@portal/dal';
 import type { AttachmentKind, Block, TurnStatus } from '@portal/domain';
 import { queueKeyPrefix } from '@portal/queue';
-import { createTestDatabase, type TestDatabase } from '@portal/testing';
+import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { readConfig, type GatewayConfig } from '../src/config';
 import { createGatewayApp } from '../src/gateway-app.util';
 
@@ -198,8 +198,7 @@ export async function startGateway(
     },
     async close() {
       await app.close().catch(() => undefined); // a test may have closed it already
-      const keys = await redis.keys(`*${config.prefix}*`);
-      if (keys.length) await redis.del(...keys);
+      await deleteRedisPrefix(redis, config.prefix);
       await redis.quit();
       if (!opts.db) await db.drop();
     },

@@ -4,7 +4,6 @@ import { request } from 'node:http';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import IORedis from 'ioredis';
 import sharp from 'sharp';
 import { QueueName } from '@portal/contracts';
 import {
@@ -90,9 +89,7 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
 afterAll(async () => {
   await app.get(QueueService).close();
   await app.close();
-  const redis = new IORedis(redisUrl);
-  await deleteRedisPrefix(redis, prefix);
-  redis.disconnect();
+  await deleteRedisPrefix(redisUrl, prefix);
   await db.drop();
 });
 

@@ -1,4 +1,3 @@
-import IORedis from 'ioredis';
 import { AgentRepository, UserRepository } from '@portal/dal';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import {
@@ -82,9 +81,7 @@ describe('the bootstrap file', () => {
       );
     } finally {
       await app.close();
-      const redis = new IORedis(env['REDIS_URL']!);
-      await deleteRedisPrefix(redis, env['PORTAL_PREFIX']!);
-      redis.disconnect();
+      await deleteRedisPrefix(env['REDIS_URL']!, env['PORTAL_PREFIX']!);
     }
     expect((await snapshot())['orgs']).toEqual([]);
   });

@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import IORedis from 'ioredis';
 import { createTestDatabase, type TestDatabase } from '../database.util';
+import { deleteRedisPrefix } from '../redis.util';
 
 export const PORTAL_APPS = [
   'gateway',
@@ -144,10 +144,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
 
   async function stop(): Promise<void> {
     await Promise.all(PORTAL_APPS.map((app) => kill(app, 'SIGKILL')));
-    const redis = new IORedis(redisURL);
-    const keys = await redis.keys(`*${prefix}*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisPrefix(redisURL, prefix);
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }

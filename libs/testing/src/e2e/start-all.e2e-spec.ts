@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createServer } from 'node:net';
-import IORedis from 'ioredis';
 import { createTestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
 import { dropDatabase } from '@portal/dal';
@@ -75,9 +74,7 @@ describe('npm start', () => {
         await exited;
       }
       await dropDatabase(probe.url);
-      const redis = new IORedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-      await deleteRedisPrefix(redis, `start${port}`);
-      redis.disconnect();
+      await deleteRedisPrefix(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', `start${port}`);
     }
   }, 90_000);
 });

@@ -2,9 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import IORedis from 'ioredis';
 import { METRIC } from '@portal/queue';
 import { createTestDatabase, type TestDatabase } from '../database.util';
+import { deleteRedisPrefix } from '../redis.util';
 
 /**
  * The built workers (dist/, built by the Jest global setup) as real processes: their health port
@@ -27,10 +27,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
 });
 afterAll(async () => {
-  const redis = new IORedis(REDIS_URL);
-  const keys = await redis.keys(`*${prefix}*`);
-  if (keys.length) await redis.del(...keys);
-  redis.disconnect();
+  await deleteRedisPrefix(REDIS_URL, prefix);
   await db?.drop();
 });
 
