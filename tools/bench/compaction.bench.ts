@@ -15,7 +15,7 @@ import {
 import { seedConversation } from '../../libs/dal/bench/window-assemble.bench';
 import { createDataSource } from '../../libs/dal/src/data-source';
 import { answer, settledTurn } from '../../libs/dal/src/testing/dal.fixtures';
-import { median } from './stats.util';
+import { figure, median } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
 
 /**
@@ -118,7 +118,7 @@ function summaryAnswer(request: FakeRequest): FakeAnswer {
 
 // --- Numbers -----------------------------------------------------------------------------------
 
-const fmt = (ms: number, width = 12) => (Number.isFinite(ms) ? ms.toFixed(1) : 'n/a').padStart(width);
+const fmt = (ms: number, width = 12) => figure(ms).padStart(width);
 
 // --- One timed compaction ------------------------------------------------------------------------
 

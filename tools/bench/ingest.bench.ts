@@ -20,7 +20,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, pidsOf, redisServerPid } from './cpu.util';
-import { median } from './stats.util';
+import { figure, median } from './stats.util';
 
 /**
  * `npm run bench:ingest`: what the portal's attachment path costs next to the bare tool doing the
@@ -58,11 +58,9 @@ const SETTLE_TIMEOUT_MS = 300_000;
 
 // --- Numbers -----------------------------------------------------------------------------------
 
-const num = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
-
 /** "least–most" of `values`. */
 const spread = (values: number[], digits = 1) =>
-  `${num(Math.min(...values), digits)}–${num(Math.max(...values), digits)}`;
+  `${figure(Math.min(...values), digits)}–${figure(Math.max(...values), digits)}`;
 
 // --- Inputs ------------------------------------------------------------------------------------
 
@@ -421,80 +419,83 @@ async function main(): Promise<void> {
     line(`1. 12 MP JPEG → ${picture.width}×${picture.height} JPEG (median of ${RUNS})`, 'ms');
     const portalMs = median(picturePortal.map((s) => s.finished));
     const sharpMs = median(pictureBare);
-    line(`   portal: POST → attachment_progress finished`, num(portalMs));
-    line(`     POST answered (queued, original stored)`, num(median(picturePortal.map((s) => s.uploaded))));
+    line(`   portal: POST → attachment_progress finished`, figure(portalMs));
+    line(
+      `     POST answered (queued, original stored)`,
+      figure(median(picturePortal.map((s) => s.uploaded))),
+    );
     line(
       `     POST → reading published (upload, hand-off, pick-up)`,
-      num(median(picturePortal.map((s) => s.reading))),
+      figure(median(picturePortal.map((s) => s.reading))),
     );
     line(
       `     reading published → finished received (probe, sharp, store)`,
-      num(median(picturePortal.map((s) => s.finished - s.reading))),
+      figure(median(picturePortal.map((s) => s.finished - s.reading))),
     );
-    line(`   bare sharp: rotate + resize to ${bareSize} + encode`, num(sharpMs));
+    line(`   bare sharp: rotate + resize to ${bareSize} + encode`, figure(sharpMs));
     if (portalCpu.size > 0) {
       line(`   CPU ms per upload (mean; the machine has ${availableParallelism()} cores)`, 'CPU ms');
       let sum = 0;
       for (const part of PARTS) {
         const ms = (portalCpu.get(part) ?? 0) / RUNS;
         sum += ms;
-        line(`     ${part === 'client' ? 'client (this bench: node:http upload, SSE)' : part}`, num(ms));
+        line(`     ${part === 'client' ? 'client (this bench: node:http upload, SSE)' : part}`, figure(ms));
       }
-      line(`     all parts of the portal path`, num(sum));
-      line(`     bare sharp`, num(bareCpu / RUNS));
+      line(`     all parts of the portal path`, figure(sum));
+      line(`     bare sharp`, figure(bareCpu / RUNS));
     }
     const pairRatios = picturePortal.map((s, i) => s.finished / pictureBare[i]);
     line(
       `   each upload / the bare call after it: median (least–most)`,
-      `${num(median(pairRatios), 2)}× (${spread(pairRatios, 2)})`,
+      `${figure(median(pairRatios), 2)}× (${spread(pairRatios, 2)})`,
     );
     line(`   bare sharp over the runs (least–most ms)`, spread(pictureBare));
     const pictureRatio = portalMs / sharpMs;
     line(
       `   ratio portal / sharp (target ≤ ${TARGETS.pictureRatio}×)`,
-      `${num(pictureRatio, 2)}× ${pictureRatio <= TARGETS.pictureRatio ? 'met' : 'MISSED'}`,
+      `${figure(pictureRatio, 2)}× ${pictureRatio <= TARGETS.pictureRatio ? 'met' : 'MISSED'}`,
     );
 
     console.log('');
     line(`2. ${PAGES}-page text PDF (median of ${PDF_RUNS}; ${pagesRead} pages read)`, 'ms', 'pages/s');
     const pdfMs = median(pdfPortal.map((s) => s.finished));
     const portalRate = PAGES / (pdfMs / 1000);
-    line(`   portal: POST → attachment_progress finished`, num(pdfMs), num(portalRate));
-    line(`     POST answered (queued, original stored)`, num(median(pdfPortal.map((s) => s.uploaded))));
+    line(`   portal: POST → attachment_progress finished`, figure(pdfMs), figure(portalRate));
+    line(`     POST answered (queued, original stored)`, figure(median(pdfPortal.map((s) => s.uploaded))));
     line(
       `     POST → reading published (upload, hand-off, pick-up)`,
-      num(median(pdfPortal.map((s) => s.reading))),
+      figure(median(pdfPortal.map((s) => s.reading))),
     );
     line(
       `     reading published → finished received (pdf.js, store pages)`,
-      num(median(pdfPortal.map((s) => s.finished - s.reading))),
+      figure(median(pdfPortal.map((s) => s.finished - s.reading))),
     );
     line(
       `   portal, the warm-up upload before them (readers' JIT cold)`,
-      num(pdfWarmUp.finished),
-      num(PAGES / (pdfWarmUp.finished / 1000)),
+      figure(pdfWarmUp.finished),
+      figure(PAGES / (pdfWarmUp.finished / 1000)),
     );
     const pdfjsMs = median(pdfjsBare);
     line(
       `   bare pdf.js in one process (getTextContent per page)`,
-      num(pdfjsMs),
-      num(PAGES / (pdfjsMs / 1000)),
+      figure(pdfjsMs),
+      figure(PAGES / (pdfjsMs / 1000)),
     );
     const warmMs = median(pdfjsWarm);
     line(
       `   bare pdf.js, warm, set up as the reader is (one thread)`,
-      num(warmMs),
-      num(PAGES / (warmMs / 1000)),
+      figure(warmMs),
+      figure(PAGES / (warmMs / 1000)),
     );
     if (hasPdftotext) {
       const bareMs = median(pdfBare);
       const bareRate = PAGES / (bareMs / 1000);
-      line(`   pdftotext (child process)`, num(bareMs), num(bareRate));
+      line(`   pdftotext (child process)`, figure(bareMs), figure(bareRate));
       const pdfRatio = bareRate / portalRate;
       line(
         `   ratio pdftotext / portal pages/s (target ≤ ${TARGETS.pdfRatio}×)`,
         '',
-        `${num(pdfRatio, 2)}× ${pdfRatio <= TARGETS.pdfRatio ? 'met' : 'MISSED'}`,
+        `${figure(pdfRatio, 2)}× ${pdfRatio <= TARGETS.pdfRatio ? 'met' : 'MISSED'}`,
       );
     } else {
       console.log(

@@ -5,3 +5,8 @@ export function median(values: number[]): number {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
+
+/** `value` with `digits` decimals, or `n/a` when it is not a finite number (a run that failed). */
+export function figure(value: number, digits = 1): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
+}

@@ -19,6 +19,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, redisServerPid } from './cpu.util';
+import { figure } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
 
 /**
@@ -83,7 +84,7 @@ function percentile(values: number[], p: number): number {
   return sorted[rank];
 }
 
-const fmt = (ms: number) => (Number.isFinite(ms) ? ms.toFixed(1).padStart(8) : '     n/a');
+const fmt = (ms: number) => figure(ms).padStart(8);
 
 // --- The portal --------------------------------------------------------------------------------
 

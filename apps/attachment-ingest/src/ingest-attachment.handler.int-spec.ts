@@ -6,17 +6,14 @@ import { NestFactory } from '@nestjs/core';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import {
-  AgentRepository,
   AttachmentRepository,
   AttachmentToolsService,
-  ConversationRepository,
-  OrgRepository,
   PostgresBlobStore,
-  UserRepository,
   detectAttachmentType,
   type BlobStore,
   type BlobVariant,
 } from '@portal/dal';
+import { newConversation, seedOrg } from '@portal/dal/testing';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent } from '@portal/contracts';
@@ -131,19 +128,8 @@ beforeAll(async () => {
   blobs = new PostgresBlobStore(ds);
   events = new ConversationEvents(redisUrl, prefix);
   handoff = new UploadHandOff(redisUrl, prefix);
-  await new OrgRepository(ds).upsert(ORG);
-  await new UserRepository(ds).upsert(ORG, 'alice', 'member');
-  await new AgentRepository(ds).upsert(ORG, {
-    id: 'researcher',
-    name: 'Researcher',
-    instructions: 'Research.',
-    model: 'gpt-test',
-    effort: 'medium',
-    tools: [],
-    reviewer: null,
-    compactionGuidance: null,
-  });
-  conversationId = (await new ConversationRepository(ds).create(ORG, 'alice', 'researcher'))!.id;
+  await seedOrg(ds, ORG);
+  conversationId = await newConversation(ds, ORG);
 });
 
 afterAll(async () => {
