@@ -39,13 +39,14 @@ describe('npm start', () => {
       await freePort(),
       await freePort(),
     ];
+    const prefix = `start${port}`;
     const child = spawn(process.execPath, ['-r', './tools/dist-paths.js', 'dist/tools/start-all.js'], {
       cwd: ROOT,
       env: {
         ...process.env,
         DATABASE_URL: probe.url,
         PORT: String(port),
-        PORTAL_PREFIX: `start${port}`,
+        PORTAL_PREFIX: prefix,
         TURN_ORCHESTRATOR_HEALTH_PORT: String(orchestrator),
         ATTACHMENT_INGEST_HEALTH_PORT: String(ingest),
         COMPACTION_WORKER_HEALTH_PORT: String(compaction),
@@ -74,7 +75,7 @@ describe('npm start', () => {
         await exited;
       }
       await dropDatabase(probe.url);
-      await deleteRedisPrefix(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', `start${port}`);
+      await deleteRedisPrefix(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix);
     }
   }, 90_000);
 });
