@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { crc32, deflateSync } from 'node:zlib';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -18,7 +17,7 @@ import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent } from '@portal/contracts';
 import { ConversationEvents, PortalMetrics, QueueService, UploadHandOff, WorkerHost } from '@portal/queue';
-import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
+import { createTestDatabase, deleteRedisPrefix, sourcePage, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { AttachmentEvents } from './attachment-events';
 import { readIngestLimits, type AttachmentIngestConfig } from './config';
@@ -30,7 +29,7 @@ import { PictureIngestService } from './picture-ingest.service';
 import { makePdf } from './testing/pdf.fixtures';
 
 const ORG = 'acme';
-const SEED_VI = readFileSync('/work/shared/seeds/002_5ded87975cd1882f.txt', 'utf8');
+const SEED_VI = sourcePage('vi');
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `test-ingest-${randomBytes(4).toString('hex')}`;
 

@@ -17,9 +17,9 @@ sharp.cache(false);
 /**
  * libvips threads for each picture: the cores shared among the pictures read at once, at least
  * one. libvips' default, a thread per core for every picture, asks for more threads than there
- * are cores when two pictures are rendered together, or while Postgres and the gateway are still
- * storing the upload: on 2 cores a 12 MP JPEG took about 10 ms less through the whole path with
- * one thread than with two (bench:ingest).
+ * are cores when two pictures are rendered together. (With one picture at a time on 2 cores, one
+ * thread and two took the same time through the whole path in bench:ingest: the other core is
+ * busy storing the upload.)
  */
 export function threadsPerPicture(cores: number, picturesAtOnce: number): number {
   return Math.max(1, Math.floor(cores / Math.max(1, picturesAtOnce)));

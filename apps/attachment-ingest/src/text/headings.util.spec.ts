@@ -1,9 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { sourcePage } from '@portal/testing';
 import { heuristicHeadings, markdownHeadings, textHeadings } from './headings.util';
-
-const SEEDS = '/work/shared/seeds';
-const SEED_VI = `${SEEDS}/002_5ded87975cd1882f.txt`;
-const SEED_EN = `${SEEDS}/000_06ea7bc30a9662bb.txt`;
 
 describe('markdownHeadings', () => {
   it('reads ATX and setext headings, not what sits in a code fence', () => {
@@ -69,7 +65,7 @@ describe('heuristicHeadings', () => {
   });
 
   it('finds the headings of the Vietnamese seed page', () => {
-    const headings = textHeadings(readFileSync(SEED_VI, 'utf8'), 20);
+    const headings = textHeadings(sourcePage('vi'), 20);
     expect(headings.slice(0, 4)).toEqual(['Dựng prompt', 'Quy tắc chính', 'Ghép lượt', 'Mức suy luận']);
     expect(headings).toContain('Bộ nhớ ngắn hạn');
     expect(headings).toContain('Nén ngữ cảnh');
@@ -77,7 +73,7 @@ describe('heuristicHeadings', () => {
     for (const h of headings) expect(h).not.toMatch(/^[-|]/);
   });
   it('leaves out tab-separated table rows (the English seed page)', () => {
-    const headings = textHeadings(readFileSync(SEED_EN, 'utf8'), 20);
+    const headings = textHeadings(sourcePage('en'), 20);
     expect(headings).toEqual(
       expect.arrayContaining(['Key rules', 'Short-term memory', 'Context compaction']),
     );

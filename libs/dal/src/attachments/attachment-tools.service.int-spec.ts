@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import type { AttachmentKind } from '@portal/domain';
 import { AttachmentRepository, type ManifestPatch } from '../repositories/attachment.repository';
@@ -10,7 +11,8 @@ import { AttachmentToolsService, type AttachmentToolScope } from './attachment-t
 
 const ACME = 'acme';
 const GLOBEX = 'globex';
-const SEED_VI = readFileSync('/work/shared/seeds/002_5ded87975cd1882f.txt', 'utf8');
+// The Vietnamese source page, from @portal/testing's fixtures (that lib depends on this one).
+const SEED_VI = readFileSync(join(__dirname, '../../../testing/fixtures/source-page.vi.txt'), 'utf8');
 
 let db: ScratchDatabase;
 let ds: DataSource;
