@@ -12,12 +12,12 @@ import {
   type BlobStore,
   type BlobVariant,
 } from '@portal/dal';
-import { newConversation, seedOrg } from '@portal/dal/testing';
+import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent } from '@portal/contracts';
 import { ConversationEvents, PortalMetrics, QueueService, UploadHandOff, WorkerHost } from '@portal/queue';
-import { createTestDatabase, deleteRedisPrefix, sourcePage, type TestDatabase } from '@portal/testing';
+import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { AttachmentEvents } from './attachment-events';
 import { readIngestLimits, type AttachmentIngestConfig } from './config';

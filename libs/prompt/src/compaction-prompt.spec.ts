@@ -510,7 +510,7 @@ describe('the prompt fits the context window less SUMMARY_OUTPUT_SHARE', () => {
   });
 });
 
-// Paragraphs of the Vietnamese source page (libs/testing/fixtures/source-page.vi.txt).
+// Paragraphs of the Vietnamese source page (libs/dal/src/testing/fixtures/source-page.vi.txt).
 const VIETNAMESE = [
   'Lượt tự nén trước lần gọi mô hình có đầu vào dự kiến chạm 85% cửa sổ ngữ cảnh của mô hình, và nén lại khi gateway báo tràn.',
   'Tóm tắt lỗi trước một lần gọi thì được ghi log và lần gọi vẫn chạy. Tóm tắt lỗi sau khi tràn thì lượt thất bại.',

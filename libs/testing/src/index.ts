@@ -5,4 +5,3 @@ export * from './log-capture.util';
 export * from './redis.util';
 export * from './hostile';
 export * from './chaos';
-export * from './source-pages.util';

@@ -1,4 +1,4 @@
-import { sourcePage } from '@portal/testing';
+import { sourcePage } from '@portal/dal/testing';
 import { heuristicHeadings, markdownHeadings, textHeadings } from './headings.util';
 
 describe('markdownHeadings', () => {

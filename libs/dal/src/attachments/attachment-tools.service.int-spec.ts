@@ -1,18 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import type { AttachmentKind } from '@portal/domain';
 import { AttachmentRepository, type ManifestPatch } from '../repositories/attachment.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { newConversation, seedOrg } from '../testing/dal.fixtures';
+import { sourcePage } from '../testing/source-pages.util';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { AttachmentToolsService, type AttachmentToolScope } from './attachment-tools.service';
 
 const ACME = 'acme';
 const GLOBEX = 'globex';
-// The Vietnamese source page, from @portal/testing's fixtures (that lib depends on this one).
-const SEED_VI = readFileSync(join(__dirname, '../../../testing/fixtures/source-page.vi.txt'), 'utf8');
+const SEED_VI = sourcePage('vi');
 
 let db: ScratchDatabase;
 let ds: DataSource;

@@ -1,1 +1,2 @@
 export * from './dal.fixtures';
+export * from './source-pages.util';
