@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { readCommonConfig } from '@portal/contracts';
 
 const CLK_TCK = (() => {
   try {
@@ -57,7 +58,7 @@ let redisPidCache: number | null | undefined;
 export async function redisServerPid(): Promise<number | null> {
   if (redisPidCache !== undefined) return redisPidCache;
   const IORedis = (await import('ioredis')).default;
-  const redis = new IORedis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
+  const redis = new IORedis(readCommonConfig(process.env).redisUrl);
   try {
     const info = await redis.info('server');
     redisPidCache = Number(/process_id:(\d+)/.exec(info)?.[1]) || null;

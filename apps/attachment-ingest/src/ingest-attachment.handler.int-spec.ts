@@ -15,7 +15,7 @@ import {
 import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
-import { QueueName, type PortalEvent } from '@portal/contracts';
+import { QueueName, type PortalEvent, readCommonConfig } from '@portal/contracts';
 import { ConversationEvents, PortalMetrics, QueueService, UploadHandOff, WorkerHost } from '@portal/queue';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
@@ -30,7 +30,7 @@ import { makePdf } from './testing/pdf.fixtures';
 
 const ORG = 'acme';
 const SEED_VI = sourcePage('vi');
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisUrl = readCommonConfig(process.env).redisUrl;
 const prefix = `test-ingest-${randomBytes(4).toString('hex')}`;
 
 const model = (id: string, vision: ModelEntry['vision']): ModelEntry => ({

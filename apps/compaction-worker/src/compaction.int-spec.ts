@@ -3,7 +3,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { QueueEvents } from 'bullmq';
 import IORedis from 'ioredis';
-import { QueueName, type JobData } from '@portal/contracts';
+import { QueueName, type JobData, readCommonConfig } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
@@ -55,7 +55,7 @@ const MODEL: ModelEntry = {
 };
 /** A small window, so a conversation of a few hundred turns is past what the summary prompt holds. */
 const SMALL: ModelEntry = { ...MODEL, id: 'small-model', model: 'small-model', contextWindow: 8_000 };
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const redisUrl = readCommonConfig(process.env).redisUrl;
 const prefix = `test-cw-${randomUUID().slice(0, 8)}`;
 
 let db: TestDatabase;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { cancelChannel, type PortalEvent } from '@portal/contracts';
+import { cancelChannel, type PortalEvent, readCommonConfig } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
@@ -34,7 +34,7 @@ import { RetryPolicy } from '../src/turn/retry-policy.service';
 import { TurnRunner } from '../src/turn/turn-runner.service';
 
 export const ORG = 'acme';
-const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = readCommonConfig(process.env).redisUrl;
 
 /**
  * The turn-orchestrator as it boots (AppModule), on a fresh database, real Redis under a unique

@@ -2,7 +2,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
-import { QueueName, type JobData } from '@portal/contracts';
+import { QueueName, type JobData, readCommonConfig } from '@portal/contracts';
 import {
   JobHandler,
   QueueModule,
@@ -14,7 +14,7 @@ import {
   queueKeyPrefix,
 } from './index';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisUrl = readCommonConfig(process.env).redisUrl;
 
 function received() {
   let resolve!: (data: JobData<'run-turn'>) => void;

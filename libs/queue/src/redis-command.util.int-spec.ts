@@ -2,9 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createConnection, createServer, type Server } from 'node:net';
 import IORedis from 'ioredis';
+import { readCommonConfig } from '@portal/contracts';
 import { redisCommand, redisCommandTakes } from './redis-command.util';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisUrl = readCommonConfig(process.env).redisUrl;
 const prefix = `redis-command-spec:${randomBytes(4).toString('hex')}`;
 const redis = new IORedis(redisUrl);
 

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readCommonConfig } from '@portal/contracts';
 import { UploadHandOff } from './upload-handoff';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisUrl = readCommonConfig(process.env).redisUrl;
 const prefix = `handoff-spec-${randomBytes(4).toString('hex')}`;
 
 describe('UploadHandOff', () => {

@@ -5,7 +5,7 @@ import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import sharp from 'sharp';
-import { QueueName } from '@portal/contracts';
+import { QueueName, readCommonConfig } from '@portal/contracts';
 import {
   AgentRepository,
   AttachmentRepository,
@@ -23,7 +23,7 @@ import { AuthGuard } from '../common/auth.guard';
 import { AttachmentsModule } from './attachments.module';
 import { AttachmentsService } from './attachments.service';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisUrl = readCommonConfig(process.env).redisUrl;
 const prefix = `test-attach-${randomBytes(4).toString('hex')}`;
 const MAX_BYTES = 64 * 1024;
 const ALICE = 'pk_alice_attachments';

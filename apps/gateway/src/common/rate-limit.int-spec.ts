@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import IORedis from 'ioredis';
+import { readCommonConfig } from '@portal/contracts';
 import { hashApiKey } from '@portal/dal';
 import { DomainError } from '@portal/domain';
 import { deleteRedisPrefix } from '@portal/testing';
 import { RateLimiter, readRateLimitConfig } from './rate-limit';
 
-const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = readCommonConfig(process.env).redisUrl;
 const prefix = `rl-${randomBytes(4).toString('hex')}`;
 const redis = new IORedis(REDIS_URL);
 const limiters: RateLimiter[] = [];

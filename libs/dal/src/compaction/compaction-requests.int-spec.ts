@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { QueueName } from '@portal/contracts';
+import { QueueName, readCommonConfig } from '@portal/contracts';
 import { isDomainError, type CompactionBlock } from '@portal/domain';
 import { ConversationEvents, QueueService } from '@portal/queue';
 import { BlockRepository } from '../repositories/block.repository';
@@ -13,7 +13,7 @@ import { CompactionRequests } from './compaction-requests.service';
 import { compactionJobId } from './compaction-ids.util';
 
 const ORG = 'acme';
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const redisUrl = readCommonConfig(process.env).redisUrl;
 const prefix = `test-cmp-${randomUUID().slice(0, 8)}`;
 
 let db: ScratchDatabase;

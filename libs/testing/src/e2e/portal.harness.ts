@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { readCommonConfig } from '@portal/contracts';
 import { createTestDatabase, type TestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
 
@@ -45,7 +46,7 @@ export interface RunningPortal {
 }
 
 const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
-const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = readCommonConfig(process.env).redisUrl;
 
 /** A TCP port on 127.0.0.1 that nothing listens on right now. */
 export async function freePort(): Promise<number> {

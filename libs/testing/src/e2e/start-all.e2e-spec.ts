@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createServer } from 'node:net';
+import { readCommonConfig } from '@portal/contracts';
+import { dropDatabase } from '@portal/dal';
 import { createTestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
-import { dropDatabase } from '@portal/dal';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
 
@@ -75,7 +76,7 @@ describe('npm start', () => {
         await exited;
       }
       await dropDatabase(probe.url);
-      await deleteRedisPrefix(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix);
+      await deleteRedisPrefix(readCommonConfig(process.env).redisUrl, prefix);
     }
   }, 90_000);
 });
