@@ -1,11 +1,14 @@
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
+import { Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { QueueName, type JobData, readCommonConfig } from '@portal/contracts';
 import {
   JobHandler,
   QueueModule,
+  METRIC,
+  PortalMetrics,
   QueueService,
   RetryLaterError,
   WorkerHost,
@@ -45,6 +48,16 @@ class BusyOnceHandler implements JobHandlerOf<'run-turn'> {
   async handle(_data: JobData<'run-turn'>, context: JobContext): Promise<void> {
     runs.push({ at: Date.now(), attemptsMade: context.attemptsMade });
     if (runs.length === 1) throw new RetryLaterError(200, 'busy');
+  }
+}
+
+/** Records the turn ids it is handed. */
+const handled: string[] = [];
+@JobHandler('run-turn')
+@Injectable()
+class RecordingHandler implements JobHandlerOf<'run-turn'> {
+  async handle(data: JobData<'run-turn'>): Promise<void> {
+    handled.push(data.turnId);
   }
 }
 
@@ -90,6 +103,37 @@ describe('QueueService with the real Redis', () => {
       await app.get(QueueService).close();
       await app.close();
       const keys = await redis.keys(`{${prefix}-later:*`);
+      if (keys.length) await redis.del(...keys);
+    }
+  });
+
+  it('counts a job whose worker died holding it as stalled, and hands it to a live worker', async () => {
+    const stalledPrefix = `${prefix}-stalled`;
+    const app = await boot(stalledPrefix, [RecordingHandler]);
+    const connection = new IORedis(redisUrl, { maxRetriesPerRequest: null });
+    // A worker that takes the job, never renews its lock and is then gone, as after a SIGKILL.
+    const dying = new Worker(QueueName.Turns, () => new Promise<void>(() => undefined), {
+      connection,
+      prefix: queueKeyPrefix(stalledPrefix, QueueName.Turns),
+      lockDuration: 1_000,
+      skipLockRenewal: true,
+      skipStalledCheck: true,
+    });
+    try {
+      await app.get(QueueService).enqueue('run-turn', { orgId: 'acme', turnId: 't-stalled' });
+      await new Promise<void>((resolve) => dying.once('active', () => resolve()));
+      await dying.close(true);
+      app.get(WorkerHost).start([QueueName.Turns]);
+      for (let i = 0; i < 300 && !handled.includes('t-stalled'); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(handled).toEqual(['t-stalled']);
+      const text = await app.get(PortalMetrics).registry.metrics();
+      expect(text).toContain(`${METRIC.jobsStalled}{queue="turns"} 1`);
+    } finally {
+      connection.disconnect();
+      await app.get(QueueService).close();
+      await app.close();
+      const keys = await redis.keys(`{${stalledPrefix}:*`);
       if (keys.length) await redis.del(...keys);
     }
   });

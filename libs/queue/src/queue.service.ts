@@ -91,6 +91,7 @@ export class QueueService {
         },
       );
       worker.on('error', () => undefined); // connection errors are retried by ioredis; health reports them
+      worker.on('stalled', () => this.metrics?.jobsStalled.inc({ queue: name }));
       this.workers.push(worker);
     }
   }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { TurnKind } from '@portal/domain';
+import { METRIC } from '@portal/queue';
 
 /** The gateway's Prometheus metrics, on a registry of its own (several apps may share a process in tests). */
 @Injectable()
@@ -8,20 +9,20 @@ export class MetricsService {
   readonly registry = new Registry();
 
   private readonly httpRequests = new Counter({
-    name: 'portal_gateway_http_requests_total',
+    name: METRIC.gatewayHttpRequests,
     help: 'HTTP requests answered, by route pattern and status',
     labelNames: ['method', 'route', 'status'] as const,
     registers: [this.registry],
   });
 
   private readonly sseConnections = new Gauge({
-    name: 'portal_gateway_sse_connections',
+    name: METRIC.gatewaySseConnections,
     help: 'Open Server-Sent Events streams',
     registers: [this.registry],
   });
 
   private readonly turnsOpened = new Counter({
-    name: 'portal_gateway_turns_opened_total',
+    name: METRIC.gatewayTurnsOpened,
     help: 'Turns opened by the gateway, by kind',
     labelNames: ['kind'] as const,
     registers: [this.registry],

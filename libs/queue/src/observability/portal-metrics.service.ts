@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-/** The portal's metric names, in one place (the gateway's HTTP and SSE ones are in its MetricsService). */
+/** The portal's metric names, in one place (dashboards and alerts in k8s/ are checked against them). */
 export const METRIC = {
   turns: 'portal_turns_total',
   turnDuration: 'portal_turn_duration_seconds',
@@ -9,9 +9,13 @@ export const METRIC = {
   queueJobs: 'portal_queue_jobs',
   jobDuration: 'portal_job_duration_seconds',
   jobWait: 'portal_job_wait_seconds',
+  jobsStalled: 'portal_jobs_stalled_total',
   compactions: 'portal_compactions_total',
   ingestDuration: 'portal_ingest_duration_seconds',
   ingestFailures: 'portal_ingest_failures_total',
+  gatewayHttpRequests: 'portal_gateway_http_requests_total',
+  gatewaySseConnections: 'portal_gateway_sse_connections',
+  gatewayTurnsOpened: 'portal_gateway_turns_opened_total',
 } as const;
 
 /** Job states reported by `portal_queue_jobs`. */
@@ -90,6 +94,14 @@ export class PortalMetrics {
     help: 'Seconds a job waited in its queue before its first attempt started (after any delay)',
     labelNames: ['queue'] as const,
     buckets: WAIT_BUCKETS,
+    registers: this.registers,
+  });
+
+  /** A worker died or froze holding the job's lock; BullMQ gave the job to another worker. */
+  readonly jobsStalled = new Counter({
+    name: METRIC.jobsStalled,
+    help: 'Jobs whose lock expired while active (their worker died or froze), moved back to wait',
+    labelNames: ['queue'] as const,
     registers: this.registers,
   });
 

@@ -5,11 +5,11 @@ import { ROOT, type Doc } from './deploy.util';
 
 const id = (doc: Doc) => `${doc.kind}/${doc.metadata?.name}`;
 
-/** Problems found by the Kubernetes and KEDA JSON schemas (types, required fields, formats). */
+/** Problems found by the Kubernetes, KEDA and Prometheus Operator JSON schemas (types, required fields, formats). */
 export function schemaProblems(docs: Doc[]): string[] {
   const run = spawnSync(process.execPath, [path.join(__dirname, 'k8s-schema.mjs')], {
     cwd: ROOT,
-    input: JSON.stringify(docs),
+    input: JSON.stringify(docs.map((doc) => ({ doc, module: modelModule(doc) }))),
     encoding: 'utf8',
     timeout: 60_000,
   });
@@ -17,11 +17,16 @@ export function schemaProblems(docs: Doc[]): string[] {
   return JSON.parse(run.stdout) as string[];
 }
 
-function typesModule(doc: Doc): string {
+/** The kubernetes-models file of a doc's kind (KEDA's and the Prometheus Operator's from their packages). */
+function modelModule(doc: Doc): string {
   const [group, version] = String(doc.apiVersion).includes('/')
     ? doc.apiVersion.split('/')
     : ['', doc.apiVersion];
-  const pkg = group.endsWith('keda.sh') ? '@kubernetes-models/keda' : 'kubernetes-models';
+  const pkg = group.endsWith('keda.sh')
+    ? '@kubernetes-models/keda'
+    : group === 'monitoring.coreos.com'
+      ? '@kubernetes-models/prometheus-operator'
+      : 'kubernetes-models';
   return `${pkg}/${group ? `${group}/` : ''}${version}/${doc.kind}`;
 }
 
@@ -35,7 +40,7 @@ const sourceFiles = new Map<string, ts.SourceFile | undefined>();
 export function unknownFieldProblems(docs: Doc[]): string[] {
   const file = path.join(ROOT, '__deploy_check__.ts');
   const lines = docs.map((doc, i) => {
-    const type = `import('${typesModule(doc)}').I${doc.kind}`;
+    const type = `import('${modelModule(doc)}').I${doc.kind}`;
     return `export const m${i}: ${type} = ${JSON.stringify(doc)};`;
   });
   const options: ts.CompilerOptions = {

@@ -33,7 +33,7 @@ const find = (docs: Doc[], kind: string, name: string) =>
   docs.find((d) => d.kind === kind && d.metadata?.name === name) as Doc;
 
 /** An overlay of the base plus one autoscaling component, written to a temporary folder. */
-function overlayWith(component: 'keda' | 'hpa'): string {
+function overlayWith(component: 'keda' | 'hpa' | 'monitoring'): string {
   const dir = mkdtempSync(path.join(tmpdir(), `k8s-${component}-`));
   const rel = (to: string) => path.relative(dir, path.join(K8S, to));
   writeFileSync(
@@ -49,9 +49,10 @@ describe('k8s manifests', () => {
     'overlays/example': path.join(K8S, 'overlays', 'example'),
     'base + components/keda': overlayWith('keda'),
     'base + components/hpa': overlayWith('hpa'),
+    'base + components/monitoring': overlayWith('monitoring'),
   };
   afterAll(() => {
-    for (const name of ['base + components/keda', 'base + components/hpa'])
+    for (const name of ['base + components/keda', 'base + components/hpa', 'base + components/monitoring'])
       rmSync(dirs[name], { recursive: true });
   });
   const example = renderKustomization(dirs['overlays/example']);
@@ -60,10 +61,11 @@ describe('k8s manifests', () => {
     'overlays/example': example,
     'base + components/keda': renderKustomization(dirs['base + components/keda']),
     'base + components/hpa': renderKustomization(dirs['base + components/hpa']),
+    'base + components/monitoring': renderKustomization(dirs['base + components/monitoring']),
   };
 
   it.each(Object.keys(renders))(
-    '%s: every object passes the Kubernetes and KEDA schemas, no unknown field',
+    '%s: every object passes its schema (Kubernetes, KEDA, Prometheus Operator), no unknown field',
     (name) => {
       expect(manifestProblems(renders[name])).toEqual([]);
     },

@@ -5,7 +5,7 @@ import { parseYamlDocs, readYamlDocs, type Doc } from './deploy.util';
 
 /**
  * A small kustomize for the fields k8s/ uses: resources, components, configMapGenerator (files,
- * literals; create, merge, replace), patches (strategic merge, by path or inline, optional
+ * literals, options.labels; create, merge, replace), patches (strategic merge, by path or inline, optional
  * target), images and namespace. Any other field throws, so nothing is silently left out.
  * Generated names get no hash suffix; `normalizeKustomizeOutput` strips kustomize's.
  */
@@ -60,11 +60,17 @@ function generateConfigMap(dir: string, generator: Doc, docs: Doc[]): Doc[] {
     const at = literal.indexOf('=');
     data[literal.slice(0, at)] = literal.slice(at + 1);
   }
+  const { labels, disableNameSuffixHash, ...otherOptions } = (generator.options ?? {}) as Doc;
+  if (Object.keys(otherOptions).length) {
+    throw new Error(`ConfigMap ${generator.name}: options ${Object.keys(otherOptions)} are not supported`);
+  }
+  void disableNameSuffixHash; // names never get a suffix here
   const behavior = generator.behavior ?? 'create';
   const existing = docs.findIndex((d) => d.kind === 'ConfigMap' && d.metadata?.name === generator.name);
   if (behavior === 'create') {
     if (existing >= 0) throw new Error(`ConfigMap ${generator.name} is generated twice`);
-    return [...docs, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: generator.name }, data }];
+    const metadata = { name: generator.name, ...(labels ? { labels } : {}) };
+    return [...docs, { apiVersion: 'v1', kind: 'ConfigMap', metadata, data }];
   }
   if (existing < 0) throw new Error(`ConfigMap ${generator.name}: nothing to ${behavior}`);
   const current = docs[existing];
