@@ -1,6 +1,5 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import IORedis, { type Redis } from 'ioredis';
-import { redisCommand, redisCommandTakes } from './redis-command.util';
 
 /**
  * Silence from Redis after which it is taken to be gone: the gateway then writes the blob store
@@ -24,28 +23,23 @@ export interface UploadKey {
  */
 export class UploadHandOff implements OnModuleDestroy {
   private readonly redis: Redis;
-  /**
-   * The bytes go through redisCommand, which neither copies nor pools them, when it takes the URL;
-   * through ioredis otherwise (`rediss://`), which holds a few times the file's size meanwhile.
-   */
-  private readonly direct: boolean;
 
   constructor(
-    private readonly redisUrl: string,
+    redisUrl: string,
     private readonly prefix: string,
   ) {
-    // Best effort both ways: a failure answers at once rather than waiting for a reconnection.
-    this.redis = new IORedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    this.direct = redisCommandTakes(redisUrl);
+    // Best effort both ways: a failure or a silent Redis answers soon rather than waiting for a reconnection.
+    this.redis = new IORedis(redisUrl, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      commandTimeout: IDLE_TIMEOUT_MS,
+    });
   }
 
   /** Keeps the bytes for `ttlMs`; false (never a throw) when Redis did not take them. */
   async put(key: UploadKey, bytes: Buffer, ttlMs: number): Promise<boolean> {
     if (ttlMs <= 0) return false;
-    const stored = this.direct
-      ? redisCommand(this.redisUrl, ['SET', this.keyOf(key), bytes, 'PX', String(ttlMs)], IDLE_TIMEOUT_MS)
-      : this.redis.set(this.keyOf(key), bytes, 'PX', ttlMs);
-    return stored.then(
+    return this.redis.set(this.keyOf(key), bytes, 'PX', ttlMs).then(
       (reply) => reply === 'OK',
       () => false,
     );
@@ -53,10 +47,7 @@ export class UploadHandOff implements OnModuleDestroy {
 
   /** The bytes while they are kept, else null (also when Redis cannot be reached). */
   async take(key: UploadKey): Promise<Buffer | null> {
-    const taken = this.direct
-      ? redisCommand(this.redisUrl, ['GET', this.keyOf(key)], IDLE_TIMEOUT_MS)
-      : this.redis.getBuffer(this.keyOf(key));
-    return taken.then(
+    return this.redis.getBuffer(this.keyOf(key)).then(
       (reply) => (Buffer.isBuffer(reply) ? reply : null),
       () => null,
     );
