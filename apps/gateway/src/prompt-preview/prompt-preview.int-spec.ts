@@ -37,7 +37,10 @@ describe('GET /v1/conversations/:id/prompt-preview', () => {
     const res = await gw.call('GET', `/v1/conversations/${conversationId}/prompt-preview`, { as: 'alice' });
     expect(layerNames(res.body)).toEqual(['portal_floor', 'author', 'catalogue', 'memory']);
     const memory = res.body.layers.find((l: { layer: string }) => l.layer === 'memory');
-    expect(memory.messages).toBe(2);
+    expect(memory.messages).toEqual([
+      { role: 'user', content: 'What is the capital of France?' },
+      { role: 'assistant', content: 'Paris.' },
+    ]);
     for (const layer of res.body.layers) expect(layer.tokens).toBeGreaterThan(0);
     expect(res.body.totalTokens).toBe(
       res.body.layers.reduce((sum: number, l: { tokens: number }) => sum + l.tokens, 0),
