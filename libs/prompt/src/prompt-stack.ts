@@ -37,7 +37,8 @@ export interface AssembleInput {
   /** The turn's catalogue snapshot, selected skills already left out. */
   catalogue: readonly CatalogueEntry[];
   window: MemoryWindow;
-  newMessage: NewMessage;
+  /** Null for a preview: what a call reads before a message arrives. */
+  newMessage: NewMessage | null;
   /** The current turn after its opening user message. */
   currentTurn: readonly Message[];
   attachments: AttachmentsById;

@@ -47,6 +47,17 @@ describe('GET /v1/conversations/:id/prompt-preview', () => {
     );
   });
 
+  it('shows memory ending on a message whose turn failed before any output, as typed', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId, 'Is anyone there?');
+    await setStatus(gw, turnId, 'running');
+    await setStatus(gw, turnId, 'failed');
+    const res = await gw.call('GET', `/v1/conversations/${conversationId}/prompt-preview`);
+    expect(layerNames(res.body).at(-1)).toBe('memory');
+    // The next call joins its new message to this one; before it arrives, nothing is added.
+    expect(res.body.layers.at(-1).messages).toEqual([{ role: 'user', content: 'Is anyone there?' }]);
+  });
+
   it("uses the model's own compactAt and leaves out an agent's empty layers", async () => {
     const conversationId = await newConversation(gw, 'carol', 'blind');
     const res = await gw.call('GET', `/v1/conversations/${conversationId}/prompt-preview`, { as: 'carol' });

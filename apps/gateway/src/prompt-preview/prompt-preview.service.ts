@@ -38,8 +38,7 @@ export class PromptPreviewService {
     const conversation = await this.owned.conversation(caller, conversationId);
     const { model, assemble } = await this.loader.forPreview(caller.orgId, conversation.id, this.config);
     const prompt = assemblePrompt(assemble);
-    // The empty new message is not part of what the conversation costs before one arrives.
-    const layers = prompt.layers.filter((l) => l.layer !== 'new_message' && l.messages.length > 0);
+    const layers = prompt.layers.filter((l) => l.messages.length > 0);
     return {
       model: model.id,
       contextWindow: model.contextWindow,

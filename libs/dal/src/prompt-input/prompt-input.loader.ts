@@ -115,8 +115,8 @@ export class PromptInputLoader {
 
   /**
    * What the next call of the conversation would read before a new message arrives: the agent's
-   * current catalogue for the conversation's user and the window of every settled turn. The new
-   * message is empty: a preview reports the layers up to memory.
+   * current catalogue for the conversation's user and the window of every settled turn. There is
+   * no new message: a preview reports the layers up to memory.
    */
   async forPreview(
     orgId: string,
@@ -139,7 +139,7 @@ export class PromptInputLoader {
         selectedSkills: [],
         catalogue,
         window,
-        newMessage: { text: '', attachmentIds: [] },
+        newMessage: null,
         currentTurn: [],
         attachments: await this.loadAttachments(orgId, userMessages, model, opts.limits),
       }),
