@@ -86,5 +86,5 @@ describe('GET /v1/conversations/:id/prompt-preview', () => {
     );
     const memory = layers.find((l) => l.layer === 'memory')!.messages;
     expect(memory).toContainEqual(expect.objectContaining({ role: 'tool', tool_call_id: 'call_pop' }));
-  });
+  }, 60_000); // two turns, one of them with a tool call
 });
