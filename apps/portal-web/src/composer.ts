@@ -20,7 +20,7 @@ export interface ComposerOptions {
   skills: SkillView[];
   /** The model reasons (effort is sent); otherwise the level is only recorded. */
   reasons: boolean;
-  /** The winning effort of the latest turn, or the agent's. */
+  /** The agent's effort: the menu's level, and again after each message (an override is for one). */
   effort: Effort;
   openTurn(): TurnModel | null;
 }
@@ -217,6 +217,7 @@ export class Composer {
         this.fit();
       }
       this.tray.clear();
+      this.effortSelect.value = this.options.effort;
       this.say('');
     } catch (err) {
       this.say(err instanceof ApiError ? err.message : `Not sent: ${(err as Error).message}`);

@@ -31,6 +31,7 @@ export class ConversationView {
   private readonly blockEls = new Map<string, HTMLElement>();
   private readonly live = new Map<string, LiveText>();
   private readonly notes = new Map<string, HTMLElement>();
+  private readonly efforts = new Map<string, HTMLElement>();
   private readonly thinkingIndicator = h(
     'div',
     { class: 'indicator thinking-indicator', role: 'status' },
@@ -88,6 +89,7 @@ export class ConversationView {
 
     for (const turn of turns) {
       const messages = this.transcript.messagesOf(turn.id).filter((m) => m.blocks.length > 0);
+      const opening = messages.find((m) => m.role === 'user');
       const hasAnswer = messages.some(
         (m) =>
           m.role === 'assistant' &&
@@ -106,6 +108,9 @@ export class ConversationView {
         children.forEach((el, i) => el.classList.toggle('dimmed', i < at));
         syncChildren(article.querySelector('.blocks')!, children);
         wanted.push(article);
+        const effort = message === opening ? this.effortOf(turn) : null;
+        if (effort) wanted.push(effort);
+        effort?.classList.toggle('dimmed', dim);
       }
       const indicator = this.indicatorFor(turn);
       if (indicator) wanted.push(indicator);
@@ -135,6 +140,18 @@ export class ConversationView {
     el.dataset.turnStatus = turn.status;
     el.textContent =
       turn.status === 'cut_off' ? 'Stopped.' : `This turn failed${turn.error ? `: ${turn.error}` : '.'}`;
+    return el;
+  }
+
+  /** The level the turn ran at, as recorded on it, under the message that opened it. */
+  private effortOf(turn: TurnModel): HTMLElement | null {
+    if (turn.kind !== 'turn' || turn.effort === null) return null;
+    let el = this.efforts.get(turn.id);
+    if (!el) {
+      el = h('p', { class: 'turn-effort', 'data-turn-id': turn.id });
+      this.efforts.set(turn.id, el);
+    }
+    el.textContent = `Effort: ${turn.effort}`;
     return el;
   }
 

@@ -107,7 +107,7 @@ export class ConversationSession {
       agent,
       skills,
       reasons: models.find((m) => m.id === agent.model)?.reasoning ?? true,
-      effort: latest?.effort ?? agent.effort,
+      effort: agent.effort,
       openTurn: () => transcript.openTurn(),
     });
     this.view = new ConversationView(transcript, {

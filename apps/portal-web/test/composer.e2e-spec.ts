@@ -51,7 +51,7 @@ describe('the portal web client, composer', () => {
     await page.context().close();
   });
 
-  it('sends the effort picked, and a reopened conversation shows the winning effort', async () => {
+  it("sends an effort override with one message only, and a reopened conversation shows each turn's level", async () => {
     const page = await web.signedInPage();
     const id = await newConversation(page);
     const effort = page.getByLabel('Effort');
@@ -59,19 +59,41 @@ describe('the portal web client, composer', () => {
     await effort.selectOption('high');
     web.script('Thought hard.');
     await send(page, 'Think hard');
-    await settled(page);
+    // The override was for that message: the menu is back at the agent's level.
+    expect(
+      await until(
+        () => effort.inputValue(),
+        (v) => v === 'medium',
+      ),
+    ).toBe('medium');
+    await eventually(() => answerTexts(page), ['Thought hard.']);
+    web.script('Quick one.');
+    await send(page, 'Now be quick');
+    await eventually(() => answerTexts(page), ['Thought hard.', 'Quick one.']);
 
     const api = new ApiClient(web.portal.baseURL, KEY);
     const { body: conversation } = await api.get(`/v1/conversations/${id}`);
-    expect(conversation.turns.map((t: { effort: string }) => t.effort)).toEqual(['high']);
-    const requestBody = web.model.requests.find((r) =>
-      JSON.stringify(r.body?.messages ?? '').includes('Think hard'),
-    );
-    expect(requestBody?.body?.reasoning_effort).toBe('high');
+    expect(conversation.turns.map((t: { effort: string }) => t.effort)).toEqual(['high', 'medium']);
+    const sentEffort = (text: string) =>
+      web.model.requests.find((r) => JSON.stringify(r.body?.messages ?? '').includes(text))?.body
+        ?.reasoning_effort;
+    expect([sentEffort('Think hard'), sentEffort('Now be quick')]).toEqual(['high', 'medium']);
 
+    // Each turn's recorded level, on the message that opened it, live and after a reload.
+    const labels = page.locator('.turn-effort');
+    const shown = () =>
+      labels.evaluateAll((els) =>
+        els.map((el) => [el.previousElementSibling?.getAttribute('data-turn-id'), el.textContent]),
+      );
+    const expected = conversation.turns.map((t: { id: string; effort: string }) => [
+      t.id,
+      `Effort: ${t.effort}`,
+    ]);
+    expect(await eventually(shown, expected)).toEqual(expected);
     await page.reload();
     await page.getByLabel('Message').waitFor();
-    expect(await page.getByLabel('Effort').inputValue()).toBe('high');
+    expect(await page.getByLabel('Effort').inputValue()).toBe('medium');
+    expect(await eventually(shown, expected)).toEqual(expected);
     await page.context().close();
   });
 

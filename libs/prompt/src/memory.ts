@@ -324,7 +324,7 @@ export interface NewMessage {
 }
 
 /**
- * Layers 5 and 6 as entries: memory, the new message, then the current turn in the order it
+ * Layers 5 and 6 as entries: memory, the new message (none for a preview), then the current turn in the order it
  * happened: its calls and results whole, steering where it arrived, answer text that steering
  * interrupted. Narration and thinking are left out here too. A compaction inside the current turn
  * replaces memory and the turn before it: its summary, then the tail of the turn's messages before
@@ -332,17 +332,25 @@ export interface NewMessage {
  */
 export function conversationEntries(
   window: MemoryWindow,
-  newMessage: NewMessage,
+  newMessage: NewMessage | null,
   currentTurn: readonly Message[],
   limits: Limits,
 ): Entry[] {
-  const opening: Entry = {
-    role: 'user',
-    segments: [
-      { text: parseLeadingSlugs(newMessage.text).rest, attachmentIds: newMessage.attachmentIds, fresh: true },
-    ],
-    layer: 'new_message',
-  };
+  const opening: Entry[] = newMessage
+    ? [
+        {
+          role: 'user',
+          segments: [
+            {
+              text: parseLeadingSlugs(newMessage.text).rest,
+              attachmentIds: newMessage.attachmentIds,
+              fresh: true,
+            },
+          ],
+          layer: 'new_message',
+        },
+      ]
+    : [];
   const results = resultsByCall(currentTurn);
   const mode: ReplayMode = {
     layer: 'new_message',
@@ -354,8 +362,12 @@ export function conversationEntries(
   const items = turnItems(currentTurn);
   const at = items.map((i) => i.kind).lastIndexOf('compaction');
   if (at < 0)
-    return mergeAdjacent([...memoryEntries(window, limits), opening, ...itemEntries(items, results, mode)]);
-  const before = mergeAdjacent([opening, ...itemEntries(items.slice(0, at), results, mode)]);
+    return mergeAdjacent([
+      ...memoryEntries(window, limits),
+      ...opening,
+      ...itemEntries(items, results, mode),
+    ]);
+  const before = mergeAdjacent([...opening, ...itemEntries(items.slice(0, at), results, mode)]);
   const { block } = items[at] as Extract<Item, { kind: 'compaction' }>;
   return mergeAdjacent([
     summaryEntry(block),

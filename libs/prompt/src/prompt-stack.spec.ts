@@ -82,7 +82,7 @@ describe('assemblePrompt', () => {
       input({ agent: { instructions: '  ', httpTools: [] }, selectedSkills: [], catalogue: [] }),
     );
     expect(prompt.messages.filter((m) => m.role === 'system')).toHaveLength(1);
-    expect(prompt.layers.map((l) => l.messageCount)).toEqual([1, 0, 0, 0, 2, 1]);
+    expect(prompt.layers.map((l) => l.messages.length)).toEqual([1, 0, 0, 0, 2, 1]);
     expect(authorLayer('')).toBeNull();
     expect(selectedSkillsLayer([])).toBeNull();
     expect(catalogueLayer([])).toBeNull();
@@ -148,13 +148,13 @@ describe('assemblePrompt', () => {
       },
       { role: 'tool', tool_call_id: 'c1', content: 'Acme Corp' },
     ]);
-    expect(prompt.layers[5].messageCount).toBe(3);
+    expect(prompt.layers[5].messages.length).toBe(3);
   });
 
   it('reports tokens per layer that add up to the projection of the whole request', () => {
     const counter = new TokenCounter();
     const prompt = assemblePrompt(input({ tokenCounter: counter }));
-    expect(prompt.layers.map((l) => [l.layer, l.messageCount])).toEqual([
+    expect(prompt.layers.map((l) => [l.layer, l.messages.length])).toEqual([
       ['portal_floor', 1],
       ['author', 1],
       ['selected_skills', 1],

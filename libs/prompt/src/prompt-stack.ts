@@ -37,7 +37,8 @@ export interface AssembleInput {
   /** The turn's catalogue snapshot, selected skills already left out. */
   catalogue: readonly CatalogueEntry[];
   window: MemoryWindow;
-  newMessage: NewMessage;
+  /** Null for a preview: what a call reads before a message arrives. */
+  newMessage: NewMessage | null;
   /** The current turn after its opening user message. */
   currentTurn: readonly Message[];
   attachments: AttachmentsById;
@@ -53,11 +54,12 @@ export type LayerName =
 export interface LayerReport {
   layer: LayerName;
   tokens: number;
-  messageCount: number;
+  /** The layer's messages: the very objects of `messages`, so a preview shows what a call sends. */
+  messages: ChatMessage[];
 }
 
 export interface AssembledPrompt extends ChatRequest {
-  /** All six layers in order, empty ones with zero counts. Tool schemas and reply priming count to layer 1. */
+  /** All six layers in order, empty ones without messages. Tool schemas and reply priming count to layer 1. */
   layers: LayerReport[];
   /** The projected input: the sum of the layers. */
   totalTokens: number;
@@ -158,12 +160,12 @@ export function assemblePrompt(input: AssembleInput): AssembledPrompt {
     'memory',
     'new_message',
   ];
-  const layers = names.map((layer): LayerReport => ({ layer, tokens: 0, messageCount: 0 }));
+  const layers = names.map((layer): LayerReport => ({ layer, tokens: 0, messages: [] }));
   layers[0].tokens = toolTokens(tools, counter) + FRAMING.replyPriming;
   for (const [layer, message] of tagged) {
     const report = layers[names.indexOf(layer)];
     report.tokens += messageTokens(message, { counter, pictureSizes });
-    report.messageCount += 1;
+    report.messages.push(message);
   }
   return {
     messages: tagged.map(([, m]) => m),

@@ -1,5 +1,4 @@
 import {
-  buildCatalogue,
   catalogueLine,
   isSelectable,
   isValidSlug,
@@ -57,23 +56,6 @@ describe('the catalogue', () => {
     status: 'active',
     published: true,
     ...over,
-  });
-
-  it('keeps the bound skills the user can see that are active and published, minus the selected, by slug', () => {
-    const bound = [
-      skill('zeta'),
-      skill('alpha'),
-      skill('mine', { visibility: 'private', ownerId: 'u1' }),
-      skill('theirs', { visibility: 'private' }),
-      skill('off', { status: 'inactive' }),
-      skill('draft', { published: false }),
-      skill('picked'),
-    ];
-    expect(buildCatalogue(bound, { id: 'u1' }, ['picked']).map((s) => s.slug)).toEqual([
-      'alpha',
-      'mine',
-      'zeta',
-    ]);
   });
 
   it('lets /slug reach any visible active skill, published or not', () => {

@@ -72,22 +72,6 @@ export function isSelectable(
   return isVisibleTo(skill, userId) && skill.status === 'active';
 }
 
-/**
- * The catalogue of a turn: the agent's bound skills the user can see that are active and
- * published, minus the ones selected with `/slug`. Sorted by slug so the prompt does not depend on
- * the order the store returns them in.
- */
-export function buildCatalogue<S extends SkillForCatalogue>(
-  boundSkills: readonly S[],
-  user: { id: string },
-  selectedIds: readonly string[],
-): S[] {
-  const selected = new Set(selectedIds);
-  return boundSkills
-    .filter((s) => isSelectable(s, user.id) && s.published && !selected.has(s.id))
-    .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
-}
-
 /** One catalogue line: `slug — one sentence` (the description kept on one line). */
 export function catalogueLine(entry: CatalogueEntry): string {
   return `${entry.slug} — ${entry.description.replace(/\s+/g, ' ').trim()}`;

@@ -231,10 +231,24 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
               enum: ['portal_floor', 'author', 'selected_skills', 'catalogue', 'memory'],
             },
             tokens: int,
-            messages: int,
+            messages: arrayOf('ChatMessage'),
           }),
         },
       }),
+      ChatMessage: {
+        type: 'object',
+        description:
+          'A Chat Completions message exactly as the model receives it: `content` is text, null (an ' +
+          'assistant message that only calls tools) or parts (`text`, `image_url`) for a user message ' +
+          'with pictures; `tool_calls` on an assistant message, `tool_call_id` on a tool result.',
+        properties: {
+          role: { type: 'string', enum: ['system', 'user', 'assistant', 'tool'] },
+          content: { type: ['string', 'array', 'null'], items: { type: 'object' } },
+          tool_calls: { type: 'array', items: { type: 'object' } },
+          tool_call_id: str,
+        },
+        required: ['role', 'content'],
+      },
     },
   },
   security: [{ apiKey: [] }],
@@ -325,6 +339,12 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
     },
     '/v1/conversations/{id}/prompt-preview': {
       get: op('What the next model call would read before a new message (authors and admins)', {
+        description:
+          'Assembled by the code a turn assembles its calls with, without calling a model: each layer ' +
+          '(portal_floor, author, selected_skills, catalogue, memory; empty ones left out) with its ' +
+          'messages as the next call sends them, in that order, and its tokens. The catalogue is in ' +
+          "the agent's bind order, as a turn's snapshot. `totalTokens` is the projected input without " +
+          'the new message; tool schemas and framing count to portal_floor.',
         parameters: [conversationId],
         responses: { 200: ok('The preview', ref('PromptPreview')), ...errors(403, 404) },
       }),

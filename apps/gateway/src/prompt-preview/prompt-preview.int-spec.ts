@@ -37,11 +37,25 @@ describe('GET /v1/conversations/:id/prompt-preview', () => {
     const res = await gw.call('GET', `/v1/conversations/${conversationId}/prompt-preview`, { as: 'alice' });
     expect(layerNames(res.body)).toEqual(['portal_floor', 'author', 'catalogue', 'memory']);
     const memory = res.body.layers.find((l: { layer: string }) => l.layer === 'memory');
-    expect(memory.messages).toBe(2);
+    expect(memory.messages).toEqual([
+      { role: 'user', content: 'What is the capital of France?' },
+      { role: 'assistant', content: 'Paris.' },
+    ]);
     for (const layer of res.body.layers) expect(layer.tokens).toBeGreaterThan(0);
     expect(res.body.totalTokens).toBe(
       res.body.layers.reduce((sum: number, l: { tokens: number }) => sum + l.tokens, 0),
     );
+  });
+
+  it('shows memory ending on a message whose turn failed before any output, as typed', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId, 'Is anyone there?');
+    await setStatus(gw, turnId, 'running');
+    await setStatus(gw, turnId, 'failed');
+    const res = await gw.call('GET', `/v1/conversations/${conversationId}/prompt-preview`);
+    expect(layerNames(res.body).at(-1)).toBe('memory');
+    // The next call joins its new message to this one; before it arrives, nothing is added.
+    expect(res.body.layers.at(-1).messages).toEqual([{ role: 'user', content: 'Is anyone there?' }]);
   });
 
   it("uses the model's own compactAt and leaves out an agent's empty layers", async () => {

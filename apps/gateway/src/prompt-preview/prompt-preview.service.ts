@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { BLOB_STORE, PromptInputLoader, type BlobStore } from '@portal/dal';
-import { assemblePrompt, type LayerName } from '@portal/prompt';
+import { assemblePrompt, type LayerReport } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
@@ -13,7 +13,8 @@ export interface PromptPreview {
   compactAt: number;
   /** The projected input: the sum of the layers (tool schemas and framing count to the portal floor). */
   totalTokens: number;
-  layers: { layer: LayerName; tokens: number; messages: number }[];
+  /** Each layer's messages as the next call sends them (role and content), and their tokens. */
+  layers: LayerReport[];
 }
 
 /**
@@ -37,10 +38,7 @@ export class PromptPreviewService {
     const conversation = await this.owned.conversation(caller, conversationId);
     const { model, assemble } = await this.loader.forPreview(caller.orgId, conversation.id, this.config);
     const prompt = assemblePrompt(assemble);
-    // The empty new message is not part of what the conversation costs before one arrives.
-    const layers = prompt.layers
-      .filter((l) => l.layer !== 'new_message' && l.messageCount > 0)
-      .map((l) => ({ layer: l.layer, tokens: l.tokens, messages: l.messageCount }));
+    const layers = prompt.layers.filter((l) => l.messages.length > 0);
     return {
       model: model.id,
       contextWindow: model.contextWindow,

@@ -288,10 +288,10 @@ describe('PromptInputLoader.forPreview', () => {
     const preview = await loader.forPreview(ORG, c.conversationId, options());
     expect(preview.model.id).toBe('gpt-test');
     expect(preview.assemble.selectedSkills).toEqual([]);
-    // Bound, visible to alice, active and published, sorted by slug.
-    expect(preview.assemble.catalogue.map((s) => s.slug)).toEqual(['fact-check', 'summarise']);
+    // Bound, visible to alice, active and published, in bind order as a turn's snapshot.
+    expect(preview.assemble.catalogue.map((s) => s.slug)).toEqual(['summarise', 'fact-check']);
     expect(preview.assemble.window.turns.map((t) => t.turn.n)).toEqual([1]);
-    expect(preview.assemble.newMessage).toEqual({ text: '', attachmentIds: [] });
+    expect(preview.assemble.newMessage).toBeNull();
     expect(Object.keys(preview.assemble.attachments).sort()).toEqual([c.shortDoc, c.picture].sort());
     const first = preview.assemble.window.turns[0].messages[0].blocks[0] as TextBlock;
     expect(first.text).toBe('Read these.');

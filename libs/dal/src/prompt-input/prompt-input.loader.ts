@@ -6,13 +6,7 @@ import {
   type Turn,
 } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
-import {
-  buildCatalogue,
-  isSelectable,
-  type AssembleInput,
-  type AttachmentForPrompt,
-  type Limits,
-} from '@portal/prompt';
+import { isSelectable, type AssembleInput, type AttachmentForPrompt, type Limits } from '@portal/prompt';
 import type { BlobStore } from '../attachments/blob-store';
 import type { Db } from '../db.util';
 import type { Agent, Conversation, Skill } from '../records.types';
@@ -108,25 +102,21 @@ export class PromptInputLoader {
       agent,
       model,
       messages,
-      assemble: {
-        portalFloor: opts.portalFloor,
-        agent: { instructions: agent.instructions, httpTools: agent.tools },
+      assemble: assembleInput(agent, model, opts, {
         selectedSkills,
         catalogue,
         window,
         newMessage: { text: messageText(opening), attachmentIds: opening.attachmentIds },
         currentTurn,
         attachments,
-        model,
-        limits: opts.limits,
-      },
+      }),
     };
   }
 
   /**
    * What the next call of the conversation would read before a new message arrives: the agent's
-   * current catalogue for the conversation's user and the window of every settled turn. The new
-   * message is empty: a preview reports the layers up to memory.
+   * current catalogue for the conversation's user and the window of every settled turn. There is
+   * no new message: a preview reports the layers up to memory.
    */
   async forPreview(
     orgId: string,
@@ -135,32 +125,24 @@ export class PromptInputLoader {
   ): Promise<PreviewPromptInput> {
     const { conversation, agent } = await this.conversationAndAgent(orgId, conversationId);
     const model = modelOf(opts.catalogue, agent.model);
-    const [bound, window] = await Promise.all([
+    // The catalogue a turn opened now would snapshot, in the same (bind) order.
+    const [catalogue, window] = await Promise.all([
       this.skills.listCatalogue(orgId, conversation.userId, agent.id),
       this.windows.readWindow(orgId, conversation.id, { turnsReplayed: opts.limits.TURNS_REPLAYED }),
     ]);
-    const catalogue = buildCatalogue(
-      bound.map((s) => ({ ...s, ownerId: s.ownerId ?? '' })),
-      { id: conversation.userId },
-      [],
-    );
     const userMessages = windowUserMessages(window);
     return {
       conversation,
       agent,
       model,
-      assemble: {
-        portalFloor: opts.portalFloor,
-        agent: { instructions: agent.instructions, httpTools: agent.tools },
+      assemble: assembleInput(agent, model, opts, {
         selectedSkills: [],
         catalogue,
         window,
-        newMessage: { text: '', attachmentIds: [] },
+        newMessage: null,
         currentTurn: [],
         attachments: await this.loadAttachments(orgId, userMessages, model, opts.limits),
-        model,
-        limits: opts.limits,
-      },
+      }),
     };
   }
 
@@ -213,6 +195,22 @@ export class PromptInputLoader {
     }
     return out;
   }
+}
+
+/** The one place a turn's call and the preview fill `assemblePrompt`'s input, so they cannot drift. */
+function assembleInput(
+  agent: Agent,
+  model: ModelEntry,
+  opts: PromptInputOptions,
+  read: Omit<AssembleInput, 'portalFloor' | 'agent' | 'model' | 'limits'>,
+): AssembleInput {
+  return {
+    portalFloor: opts.portalFloor,
+    agent: { instructions: agent.instructions, httpTools: agent.tools },
+    model,
+    limits: opts.limits,
+    ...read,
+  };
 }
 
 function found<T>(value: T | null, what: string): T {
