@@ -12,6 +12,7 @@ export const METRIC = {
   compactions: 'portal_compactions_total',
   ingestDuration: 'portal_ingest_duration_seconds',
   ingestFailures: 'portal_ingest_failures_total',
+  toolCalls: 'portal_tool_calls_total',
 } as const;
 
 /** Job states reported by `portal_queue_jobs`. */
@@ -112,6 +113,14 @@ export class PortalMetrics {
     name: METRIC.ingestFailures,
     help: 'Attachments that failed to be read (unreadable, or out of attempts), by kind',
     labelNames: ['kind'] as const,
+    registers: this.registers,
+  });
+
+  /** Tool calls that ended with a result; labels name where the tool lives, never what it was asked. */
+  readonly toolCalls = new Counter({
+    name: METRIC.toolCalls,
+    help: 'Tool calls that returned a result, by source (mcp), MCP server and outcome (ok, error)',
+    labelNames: ['source', 'server', 'outcome'] as const,
     registers: this.registers,
   });
 
