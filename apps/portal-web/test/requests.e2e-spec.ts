@@ -64,6 +64,34 @@ describe('the portal web client, requests', () => {
     await page.context().close();
   });
 
+  it("offers the agent's MCP tools and shows an MCP call's name and arguments on the approval card", async () => {
+    const page = await web.signedInPage();
+    await newConversation(page);
+    const mark = web.model.requests.length;
+    web.script({ toolCalls: [{ name: 'tickets__delete_ticket', arguments: { id: 'T-9' } }] }, 'Deleted T-9.');
+    await send(page, 'Delete ticket T-9');
+
+    const request = page.locator('[data-block-kind="approval_request"]');
+    await request.getByRole('button', { name: 'Approve' }).waitFor();
+    expect(await request.locator('.tool-name').textContent()).toBe('tickets__delete_ticket');
+    expect(await request.locator('.tool-args').textContent()).toBe('{"id":"T-9"}');
+    expect(web.mcp.calls).toEqual([]);
+    const offered = web.model.requests
+      .slice(mark)
+      .flatMap((r) =>
+        ((r.body?.tools ?? []) as { function: { name: string } }[]).map((t) => t.function.name),
+      );
+    expect(offered).toEqual(expect.arrayContaining(['tickets__lookup', 'tickets__delete_ticket']));
+    expect(offered).not.toContain('tickets__admin_reset');
+
+    await request.getByRole('button', { name: 'Approve' }).click();
+    await settled(page);
+    expect(await eventually(() => answerTexts(page), ['Deleted T-9.'])).toEqual(['Deleted T-9.']);
+    expect(web.mcp.calls.map((c) => [c.tool, c.args])).toEqual([['delete_ticket', { id: 'T-9' }]]);
+    expect(await page.locator('[data-block-kind="tool_result"]').getAttribute('data-outcome')).toBe('ok');
+    await page.context().close();
+  });
+
   it('answers a clarification with one of its options, or in its own words', async () => {
     const page = await web.signedInPage();
     await newConversation(page);

@@ -6,11 +6,13 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import {
   startFakeOpenAI,
+  startMcpTestServer,
   startPortal,
   type FakeAnswer,
   type FakeOpenAI,
   type FakeRequest,
   type FakeScript,
+  type McpTestServer,
   type RunningPortal,
 } from '@portal/testing';
 
@@ -37,6 +39,8 @@ export interface WebHarness {
   browser: Browser;
   /** Calls the HTTP tool `deploy` received. */
   deployCalls: unknown[];
+  /** The MCP server `tickets` of the agent (`lookup`, and `delete_ticket`, which needs approval). */
+  mcp: McpTestServer;
   /** Queues the answers of the agent's next model calls (title and summary calls are answered apart). */
   script(...answers: FakeScript[]): void;
   /** How the compaction summary streams (slow, so that "Summarising conversation" can be seen). */
@@ -91,6 +95,7 @@ export async function startWebHarness(): Promise<WebHarness> {
   });
   await new Promise<void>((resolve) => tools.listen(0, '127.0.0.1', resolve));
   const toolURL = `http://127.0.0.1:${(tools.address() as AddressInfo).port}`;
+  const mcp = await startMcpTestServer();
 
   const queue: FakeScript[] = [];
   const pace = { chunkSize: 8, delayMs: 10 };
@@ -151,6 +156,14 @@ export async function startWebHarness(): Promise<WebHarness> {
                   requiresApproval: true,
                 },
               ],
+              mcpServers: [
+                {
+                  name: 'tickets',
+                  url: mcp.url,
+                  tools: ['lookup', 'delete_ticket'],
+                  requiresApproval: ['delete_ticket'],
+                },
+              ],
             },
             {
               id: SMALL_AGENT,
@@ -165,7 +178,7 @@ export async function startWebHarness(): Promise<WebHarness> {
         },
       ],
     },
-    env: { PORTAL_TOOL_URL_ALLOW: `${toolURL}/` },
+    env: { PORTAL_TOOL_URL_ALLOW: `${toolURL}/,${mcp.url}` },
   });
   // A browser that cannot start must not leave the portal's processes running behind the failed test.
   const browser = await chromium
@@ -173,6 +186,7 @@ export async function startWebHarness(): Promise<WebHarness> {
     .catch(async (err: unknown) => {
       await portal.stop();
       await model.close();
+      await mcp.close();
       await new Promise((resolve) => tools.close(resolve));
       throw err;
     });
@@ -182,6 +196,7 @@ export async function startWebHarness(): Promise<WebHarness> {
     model,
     browser,
     deployCalls,
+    mcp,
     script: (...answers) => void queue.push(...answers),
     get summaryPace() {
       return pace;
@@ -208,6 +223,7 @@ export async function startWebHarness(): Promise<WebHarness> {
       await browser?.close();
       await portal?.stop();
       await model?.close();
+      await mcp.close();
       await new Promise((resolve) => tools.close(resolve));
     },
   };

@@ -15,6 +15,10 @@ export interface TurnOrchestratorConfig extends CommonConfig {
   toolUrlAllow: string[];
   toolTimeoutMs: number;
   toolMaxResponseBytes: number;
+  /** How long listing an MCP server's tools may take when a turn starts. */
+  mcpListTimeoutMs: number;
+  /** How long a server's tool list is reused before it is listed again. */
+  mcpListCacheMs: number;
   /** Retries of a model call after a 429, a 5xx, a broken stream or a timeout. */
   modelRetries: number;
   modelRetryBaseMs: number;
@@ -41,6 +45,8 @@ export function readConfig(env: Env): TurnOrchestratorConfig {
     toolUrlAllow: urlPrefixes(env, 'PORTAL_TOOL_URL_ALLOW'),
     toolTimeoutMs: envInt(env, 'TOOL_TIMEOUT_MS', 15_000, { min: 1 }),
     toolMaxResponseBytes: envInt(env, 'TOOL_MAX_RESPONSE_BYTES', 1_000_000, { min: 1 }),
+    mcpListTimeoutMs: envInt(env, 'MCP_LIST_TIMEOUT_MS', 5_000, { min: 1 }),
+    mcpListCacheMs: envInt(env, 'MCP_LIST_CACHE_MS', 60_000),
     modelRetries: envInt(env, 'MODEL_RETRIES', 3, { max: 20 }),
     modelRetryBaseMs: envInt(env, 'MODEL_RETRY_BASE_MS', 500),
     modelRetryMaxMs: envInt(env, 'MODEL_RETRY_MAX_MS', 30_000),

@@ -29,6 +29,34 @@ export interface AgentTool {
   requiresApproval: boolean;
 }
 
+/** An MCP server an agent takes tools from (API.md bootstrap file, streamable HTTP transport). */
+export interface AgentMcpServer {
+  name: string;
+  url: string;
+  /** Header name → the env var holding its value, read when the server is reached. */
+  headersFromEnv?: Record<string, string>;
+  /** Only these of the server's tools are offered; all when absent. */
+  tools?: string[];
+  /** `true`: every call waits for the person's approval; a list: the calls of these tools. */
+  requiresApproval?: boolean | string[];
+}
+
+/** One MCP tool a turn offers: the model calls it by `name` (`<server>__<tool>`, provider-safe). */
+export interface McpOfferedTool {
+  name: string;
+  server: string;
+  /** The tool's name on its server. */
+  tool: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** The MCP tools listed when a turn started, and the servers that could not be reached then. */
+export interface McpToolSnapshot {
+  tools: McpOfferedTool[];
+  unavailable: string[];
+}
+
 export interface Agent {
   orgId: string;
   id: string;
@@ -37,6 +65,7 @@ export interface Agent {
   model: string;
   effort: Effort;
   tools: AgentTool[];
+  mcpServers: AgentMcpServer[];
   reviewer: string | null;
   compactionGuidance: string | null;
 }

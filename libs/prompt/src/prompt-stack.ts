@@ -31,7 +31,12 @@ export interface PromptModel {
 export interface AssembleInput {
   /** Who the assistant is and how it talks (portal configuration). */
   portalFloor: string;
-  agent: { instructions: string; httpTools: readonly HttpToolSpec[] };
+  agent: {
+    instructions: string;
+    httpTools: readonly HttpToolSpec[];
+    /** The MCP tools the turn offers, and the servers that could not be reached when it started. */
+    mcp?: { tools: readonly HttpToolSpec[]; unavailable: readonly string[] };
+  };
   /** The `/slug`-selected skills in the order typed. */
   selectedSkills: readonly SelectedSkill[];
   /** The turn's catalogue snapshot, selected skills already left out. */
@@ -65,9 +70,13 @@ export interface AssembledPrompt extends ChatRequest {
   totalTokens: number;
 }
 
-export function runtimeContract(tools: readonly ChatTool[]): string {
+export function runtimeContract(tools: readonly ChatTool[], unreachable: readonly string[] = []): string {
   const builtin = new Set<string>(BUILTIN_TOOL_NAMES);
   const own = tools.map((t) => t.function.name).filter((name) => !builtin.has(name));
+  const missing =
+    unreachable.length > 0
+      ? `Unreachable tool servers. The MCP servers ${unreachable.join(', ')} could not be reached when this turn started: their tools are not offered in this turn. Say so if the person needs them.`
+      : '';
   return [
     '## Runtime contract',
     "You run inside the portal's agent runtime. Every request you receive is rebuilt from the conversation's transcript.",
@@ -77,16 +86,25 @@ export function runtimeContract(tools: readonly ChatTool[]): string {
 - search_attachments(query, attachment_ids?): search the text of the conversation's documents.
 - read_tool_result(ref): fetch the whole result of an earlier tool call by its reference.
 - ask_clarification(question, options?): ask the person and wait for the answer, only when you cannot go on without it.`,
+    missing,
     'References. A replayed tool result may be cut short and end with "[cut; whole result: ref:<id>]": read_tool_result fetches it whole. Results of older turns are not replayed; "[result not replayed; outcome: …]" keeps only how the call ended. A summary of the earlier conversation keeps the references of the facts it holds.',
     'Attachments. An attachment appears as a manifest headed "[Attachment <id>: <filename> (<type>, document|picture)]", with its reading progress, unreadable pages and first headings. A short finished document comes with its whole text; read a longer one with read_document and search it with search_attachments, by its attachment id. A picture is shown to you at the reduced size its manifest names; one whose manifest says it is gone or not shown cannot be seen now.',
     'The answer. Only text you write without calling a tool is your answer to the person. Thinking, tool calls and text written alongside tool calls are not the answer and are not kept for later turns.',
     'Precedence. Your instructions come in layers, in this order: portal floor, author instructions, selected skills, skill catalogue (a skill you load). Where they conflict, the later layer wins.',
-  ].join('\n\n');
+  ]
+    .filter((s) => s !== '')
+    .join('\n\n');
 }
 
 /** Layer 1: the portal floor and the runtime contract; never empty. */
-export function portalFloorLayer(portalFloor: string, tools: readonly ChatTool[]): string {
-  return ['# Portal floor', portalFloor.trim(), runtimeContract(tools)].filter((s) => s !== '').join('\n\n');
+export function portalFloorLayer(
+  portalFloor: string,
+  tools: readonly ChatTool[],
+  unreachable: readonly string[] = [],
+): string {
+  return ['# Portal floor', portalFloor.trim(), runtimeContract(tools, unreachable)]
+    .filter((s) => s !== '')
+    .join('\n\n');
 }
 
 /** Layer 2: the agent's instructions; null when there are none. */
@@ -131,9 +149,10 @@ export function renderEntries(
 export function assemblePrompt(input: AssembleInput): AssembledPrompt {
   const { limits, model, attachments } = input;
   const counter = input.tokenCounter ?? sharedTokenCounter;
-  const tools = buildTools(input.agent.httpTools);
+  const { httpTools, mcp } = input.agent;
+  const tools = buildTools([...httpTools, ...(mcp?.tools ?? [])]);
   const system: Array<[LayerName, string | null]> = [
-    ['portal_floor', portalFloorLayer(input.portalFloor, tools)],
+    ['portal_floor', portalFloorLayer(input.portalFloor, tools, mcp?.unavailable)],
     ['author', authorLayer(input.agent.instructions)],
     ['selected_skills', selectedSkillsLayer(input.selectedSkills)],
     ['catalogue', catalogueLayer(input.catalogue)],

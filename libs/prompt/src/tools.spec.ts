@@ -1,4 +1,4 @@
-import { BUILTIN_TOOL_NAMES, buildTools, toolResultRef } from './tools';
+import { BUILTIN_TOOL_NAMES, TOOL_NAME_PATTERN, buildTools, mcpToolName, toolResultRef } from './tools';
 
 describe('tools', () => {
   it('offers the built-in tools first, then the agent HTTP tools', () => {
@@ -42,5 +42,25 @@ describe('tools', () => {
     [' ref: tr_8f2c ', 'tr_8f2c'],
   ])('reads the reference %j as %j', (input, ref) => {
     expect(toolResultRef(input)).toBe(ref);
+  });
+
+  describe('mcpToolName', () => {
+    it('names an MCP tool <server>__<tool> within the provider function-name rules', () => {
+      expect(mcpToolName('tickets', 'lookup', new Set())).toBe('tickets__lookup');
+      const odd = mcpToolName('crm', 'contacts.search/v2 (beta)', new Set());
+      expect(odd).toBe('crm__contacts_search_v2__beta_');
+      const long = mcpToolName('docs', 'x'.repeat(100), new Set());
+      expect(long).toMatch(TOOL_NAME_PATTERN);
+      expect(long).toHaveLength(64);
+    });
+
+    it('makes a name unique among those taken', () => {
+      const taken = new Set(['crm__a_b']);
+      expect(mcpToolName('crm', 'a.b', taken)).toBe('crm__a_b_2');
+      const full = mcpToolName('docs', 'y'.repeat(100), new Set());
+      const next = mcpToolName('docs', 'y'.repeat(100), new Set([full]));
+      expect(next).toMatch(TOOL_NAME_PATTERN);
+      expect(next.endsWith('_2')).toBe(true);
+    });
   });
 });

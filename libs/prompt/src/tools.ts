@@ -103,6 +103,21 @@ export function buildTools(httpTools: readonly HttpToolSpec[]): ChatTool[] {
   return [...BUILTIN_TOOLS, ...own];
 }
 
+/** What providers accept as a function name (OpenAI's rule; the strictest of the common ones). */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The name the model calls an MCP server's tool by: `<server>__<tool>`, other characters than
+ * letters, digits, `_` and `-` as `_`, cut to 64 characters, and made unique among `taken` with a
+ * numbered suffix (the turn keeps which tool each name stands for).
+ */
+export function mcpToolName(server: string, tool: string, taken: ReadonlySet<string>): string {
+  const base = `${server}__${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+  let name = base;
+  for (let i = 2; taken.has(name); i++) name = `${base.slice(0, 64 - `_${i}`.length)}_${i}`;
+  return name;
+}
+
 /** The `read_tool_result` argument as stored: `ref:tr_8f2c` and `tr_8f2c` both give `tr_8f2c`. */
 export function toolResultRef(ref: string): string {
   return ref.trim().replace(/^ref:\s*/, '');

@@ -5,3 +5,4 @@ export * from './log-capture.util';
 export * from './redis.util';
 export * from './hostile';
 export * from './chaos';
+export * from './mcp';

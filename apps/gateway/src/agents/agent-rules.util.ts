@@ -21,7 +21,7 @@ export function isToolUrlAllowed(url: string, allow: readonly string[]): boolean
 
 /** What the catalogue and the tool allow-list say about an agent, field by field. */
 export function agentProblems(
-  agent: Pick<AgentSpec, 'model' | 'reviewer' | 'tools'>,
+  agent: Pick<AgentSpec, 'model' | 'reviewer' | 'tools' | 'mcpServers'>,
   rules: { catalogue: readonly ModelEntry[]; toolUrlAllow: readonly string[] },
 ): FieldProblem[] {
   const problems: FieldProblem[] = [];
@@ -36,6 +36,14 @@ export function agentProblems(
       problems.push({
         field: `tools[${i}].url`,
         message: `tool "${tool.name}": ${tool.url} matches no PORTAL_TOOL_URL_ALLOW prefix`,
+      });
+    }
+  });
+  agent.mcpServers.forEach((server, i) => {
+    if (!isToolUrlAllowed(server.url, rules.toolUrlAllow)) {
+      problems.push({
+        field: `mcpServers[${i}].url`,
+        message: `MCP server "${server.name}": ${server.url} matches no PORTAL_TOOL_URL_ALLOW prefix`,
       });
     }
   });

@@ -23,6 +23,24 @@ export const agentToolSchema = z.strictObject({
   requiresApproval: z.boolean().default(false),
 });
 
+/** API.md `mcpServers`: a server the agent takes tools from, over streamable HTTP. */
+export const agentMcpServerSchema = z.strictObject({
+  // `__` separates the server from the tool in the names offered to the model.
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/, 'must be 1-32 letters, digits, "_" or "-"')
+    .refine((name) => !name.includes('__'), 'must not hold "__"'),
+  url: z.url({ protocol: /^https?$/ }),
+  headersFromEnv: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name'),
+      z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
+    )
+    .optional(),
+  tools: z.array(z.string().min(1).max(128)).max(256).optional(),
+  requiresApproval: z.union([z.boolean(), z.array(z.string().min(1).max(128)).max(256)]).optional(),
+});
+
 const agentFields = {
   name: z.string().trim().min(1).max(200),
   instructions: z.string().max(100_000),
@@ -37,6 +55,13 @@ const agentFields = {
       (tools) => new Set(tools.map((t) => t.name)).size === tools.length,
       'tool names must be distinct',
     ),
+  mcpServers: z
+    .array(agentMcpServerSchema)
+    .max(16)
+    .refine(
+      (servers) => new Set(servers.map((s) => s.name)).size === servers.length,
+      'MCP server names must be distinct',
+    ),
   compactionGuidance: z.string().max(10_000).nullable(),
   reviewer: z.string().min(1).nullable(),
 };
@@ -50,6 +75,7 @@ export const agentSchema = z.strictObject({
   effort: agentFields.effort.default('medium'),
   skills: agentFields.skills.default([]),
   tools: agentFields.tools.default([]),
+  mcpServers: agentFields.mcpServers.default([]),
   compactionGuidance: agentFields.compactionGuidance.default(null),
   reviewer: agentFields.reviewer.default(null),
 });

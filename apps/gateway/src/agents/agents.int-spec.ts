@@ -29,6 +29,7 @@ describe('agents', () => {
       effort: 'medium',
       skills: ['fact-check', 'style-guide', 'secret', 'retired', 'draft'],
       tools: [],
+      mcpServers: [],
       compactionGuidance: null,
       reviewer: null,
     });
@@ -97,6 +98,29 @@ describe('agents', () => {
       }),
       /^tools\[0\]\.name: /,
     ],
+    [
+      'an MCP server URL outside the allow-list',
+      newAgent('a8', { mcpServers: [{ name: 'crm', url: 'https://crm.example.com/mcp' }] }),
+      /^mcpServers\[0\]\.url: MCP server "crm": .* matches no PORTAL_TOOL_URL_ALLOW prefix/,
+    ],
+    [
+      'an MCP server name holding "__"',
+      newAgent('a9', { mcpServers: [{ name: 'a__b', url: 'https://tools.example.com/mcp' }] }),
+      /^mcpServers\[0\]\.name: /,
+    ],
+    [
+      'a headersFromEnv value that is no env var name',
+      newAgent('a10', {
+        mcpServers: [
+          {
+            name: 'crm',
+            url: 'https://tools.example.com/mcp',
+            headersFromEnv: { Authorization: 'Bearer x' },
+          },
+        ],
+      }),
+      /^mcpServers\[0\]\.headersFromEnv/,
+    ],
     ['a skill of nobody', newAgent('a5', { skills: ['nope'] }), /^skills\[0\]: no skill "nope"/],
     [
       "another user's private skill",
@@ -110,6 +134,29 @@ describe('agents', () => {
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('validation_failed');
     expect(res.body.error.message).toMatch(message);
+  });
+
+  it('stores MCP servers as given and checks their URL again on change', async () => {
+    const server = {
+      name: 'tickets',
+      url: 'https://tools.example.com/mcp',
+      headersFromEnv: { Authorization: 'TICKETS_TOKEN' },
+      tools: ['lookup', 'delete_ticket'],
+      requiresApproval: ['delete_ticket'],
+    };
+    const created = await gw.call('POST', '/v1/agents', {
+      as: 'alice',
+      body: newAgent('helpdesk', { mcpServers: [server] }),
+    });
+    expect(created.status).toBe(201);
+    expect((await gw.call('GET', '/v1/agents/helpdesk', { as: 'bob' })).body.mcpServers).toEqual([server]);
+    const bad = await gw.call('PATCH', '/v1/agents/helpdesk', {
+      as: 'alice',
+      body: { mcpServers: [{ ...server, url: 'https://elsewhere.example.com/mcp' }] },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/^mcpServers\[0\]\.url: /);
+    expect((await gw.call('GET', '/v1/agents/helpdesk')).body.mcpServers).toEqual([server]);
   });
 
   it('refuses an id the org already uses with 409 conflict, changing nothing', async () => {

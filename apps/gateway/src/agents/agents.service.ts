@@ -29,7 +29,7 @@ export class AgentsService {
   }
 
   async create(caller: Principal, spec: AgentSpec): Promise<AgentView> {
-    this.check(spec, ['model', 'reviewer', 'tools']);
+    this.check(spec, ['model', 'reviewer', 'tools', 'mcpServers']);
     const skillIds = await this.resolveSkills(caller, spec.skills);
     const { skills: _slugs, ...agent } = spec;
     await this.dataSource.transaction(async (em) => {
@@ -64,7 +64,7 @@ export class AgentsService {
     return agent;
   }
 
-  private check(agent: Pick<Agent, 'model' | 'reviewer' | 'tools'>, fields: string[]): void {
+  private check(agent: Pick<Agent, 'model' | 'reviewer' | 'tools' | 'mcpServers'>, fields: string[]): void {
     const problem = agentProblems(agent, this.config).find((p) => fields.includes(p.field.split(/[.[]/)[0]));
     if (problem) throw new DomainError('validation_failed', `${problem.field}: ${problem.message}`);
   }

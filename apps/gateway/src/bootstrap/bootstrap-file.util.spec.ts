@@ -38,6 +38,7 @@ describe('readBootstrapFile', () => {
       effort: 'low',
       skills: [],
       tools: [],
+      mcpServers: [],
       compactionGuidance: null,
       reviewer: null,
     });
@@ -79,6 +80,29 @@ describe('readBootstrapFile', () => {
     );
     expect(message).toContain(
       'orgs[0].agents[0] (researcher).tools[0].url: tool "crm": https://evil.example.com/crm matches no PORTAL_TOOL_URL_ALLOW prefix',
+    );
+  });
+
+  it('reads MCP servers and names the one whose URL is not allowed', () => {
+    const server = {
+      name: 'tickets',
+      url: 'https://tools.example.com/mcp',
+      headersFromEnv: { Authorization: 'TICKETS_TOKEN' },
+      tools: ['lookup'],
+      requiresApproval: ['delete_ticket'],
+    };
+    const file = tempFile(
+      'mcp.json',
+      JSON.stringify(withChange((doc) => (doc.orgs[0].agents[0].mcpServers = [server]))),
+    );
+    expect(readBootstrapFile(file, rules).orgs[0].agents[0].mcpServers).toEqual([server]);
+    const message = problemsOf(
+      withChange((doc) => {
+        doc.orgs[0].agents[0].mcpServers = [{ ...server, url: 'https://evil.example.com/mcp' }];
+      }),
+    );
+    expect(message).toContain(
+      'orgs[0].agents[0] (researcher).mcpServers[0].url: MCP server "tickets": https://evil.example.com/mcp matches no PORTAL_TOOL_URL_ALLOW prefix',
     );
   });
 

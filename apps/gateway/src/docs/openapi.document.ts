@@ -77,6 +77,27 @@ const toolSchema = object(
   ['requiresApproval'],
 );
 
+const mcpServerSchema = object(
+  {
+    name: { type: 'string', description: 'the model calls its tools `<name>__<tool>`' },
+    url: {
+      type: 'string',
+      description: 'streamable HTTP endpoint; must match a PORTAL_TOOL_URL_ALLOW prefix',
+    },
+    headersFromEnv: {
+      type: 'object',
+      additionalProperties: str,
+      description: 'header name → the env var of the turn-orchestrator holding its value',
+    },
+    tools: { type: 'array', items: str, description: "only these of the server's tools (default: all)" },
+    requiresApproval: {
+      oneOf: [bool, { type: 'array', items: str }],
+      description: 'true: every call waits for approval; a list: the calls of these tools',
+    },
+  },
+  ['headersFromEnv', 'tools', 'requiresApproval'],
+);
+
 const agentFields: Record<string, Schema> = {
   name: str,
   instructions: str,
@@ -84,6 +105,7 @@ const agentFields: Record<string, Schema> = {
   effort: { type: 'string', enum: [...EFFORT_LEVELS] },
   skills: { type: 'array', items: str, description: 'bound skills by slug, in catalogue order' },
   tools: { type: 'array', items: ref('AgentTool') },
+  mcpServers: { type: 'array', items: ref('AgentMcpServer') },
   compactionGuidance: nullableStr,
   reviewer: {
     type: ['string', 'null'],
@@ -138,12 +160,14 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         }),
       }),
       AgentTool: toolSchema,
+      AgentMcpServer: mcpServerSchema,
       Agent: object({ id: str, ...agentFields }),
       NewAgent: object({ id: str, ...agentFields }, [
         'instructions',
         'effort',
         'skills',
         'tools',
+        'mcpServers',
         'compactionGuidance',
         'reviewer',
       ]),

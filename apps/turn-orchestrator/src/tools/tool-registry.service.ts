@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Agent } from '@portal/dal';
+import type { Agent, McpToolSnapshot } from '@portal/dal';
 import type { BuiltinToolName } from '@portal/prompt';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
@@ -7,16 +7,17 @@ import { AskClarificationTool } from './ask-clarification.tool';
 import { AttachmentTools } from './attachment.tools';
 import { HttpTool } from './http.tool';
 import { LoadSkillTool } from './load-skill.tool';
+import { McpTools } from './mcp/mcp-tools.service';
 import { ReadToolResultTool } from './read-tool-result.tool';
 import type { ToolExecutor } from './tool.types';
 
 export interface ResolvedTool {
   executor: ToolExecutor;
-  /** An HTTP tool declared with `requiresApproval`: the person approves each call first. */
+  /** An HTTP or MCP tool declared with `requiresApproval`: the person approves each call first. */
   needsApproval: boolean;
 }
 
-/** The tools a call may use: the built-in ones, then the agent's HTTP tools. */
+/** The tools a call may use: the built-in ones, the agent's HTTP tools, then the turn's MCP tools. */
 @Injectable()
 export class ToolRegistry {
   private readonly builtins: Record<BuiltinToolName, ToolExecutor>;
@@ -27,6 +28,7 @@ export class ToolRegistry {
     @Inject(ReadToolResultTool) readToolResult: ReadToolResultTool,
     @Inject(AskClarificationTool) askClarification: AskClarificationTool,
     @Inject(AttachmentTools) attachments: AttachmentTools,
+    @Inject(McpTools) private readonly mcp: McpTools,
   ) {
     this.builtins = {
       load_skill: loadSkill,
@@ -38,12 +40,12 @@ export class ToolRegistry {
   }
 
   /** Null for a name the model made up. */
-  resolve(name: string, agent: Agent): ResolvedTool | null {
+  resolve(name: string, agent: Agent, mcpTools: McpToolSnapshot | null): ResolvedTool | null {
     if (Object.prototype.hasOwnProperty.call(this.builtins, name)) {
       return { executor: this.builtins[name as BuiltinToolName], needsApproval: false };
     }
     const spec = agent.tools.find((t) => t.name === name);
-    if (!spec) return null;
+    if (!spec) return this.mcp.resolve(name, agent, mcpTools);
     const executor = new HttpTool(spec, {
       allow: this.config.toolUrlAllow,
       timeoutMs: this.config.toolTimeoutMs,
@@ -52,8 +54,9 @@ export class ToolRegistry {
     return { executor, needsApproval: spec.requiresApproval };
   }
 
-  names(agent: Agent): string[] {
-    return [...Object.keys(this.builtins), ...agent.tools.map((t) => t.name)];
+  names(agent: Agent, mcpTools: McpToolSnapshot | null): string[] {
+    const mcp = mcpTools?.tools.map((t) => t.name) ?? [];
+    return [...Object.keys(this.builtins), ...agent.tools.map((t) => t.name), ...mcp];
   }
 }
 
@@ -62,5 +65,6 @@ export const TOOL_PROVIDERS = [
   ReadToolResultTool,
   AskClarificationTool,
   AttachmentTools,
+  McpTools,
   ToolRegistry,
 ];

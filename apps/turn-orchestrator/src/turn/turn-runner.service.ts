@@ -22,6 +22,7 @@ import { addLogContext } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { parseToolArguments } from '../tools/tool-args.util';
+import { McpTools } from '../tools/mcp/mcp-tools.service';
 import { ToolRegistry } from '../tools/tool-registry.service';
 import {
   error as fail,
@@ -77,6 +78,7 @@ export class TurnRunner {
     @Inject(ModelCaller) private readonly caller: ModelCaller,
     @Inject(CompactionGate) private readonly gate: CompactionGate,
     @Inject(ToolRegistry) private readonly tools: ToolRegistry,
+    @Inject(McpTools) private readonly mcp: McpTools,
     @Inject(CancelListener) private readonly cancels: CancelListener,
     @Inject(TitleService) private readonly titles: TitleService,
     @Inject(TurnEventsResync) private readonly resync: TurnEventsResync,
@@ -166,7 +168,12 @@ export class TurnRunner {
         await this.store.transition(held, 'cut_off');
         return 'settled';
       }
-      const input = await this.loader.load(orgId, turn, this.promptOptions);
+      // The turn's MCP tools are listed once, before its first step, and kept with it.
+      const input = await this.mcp.offer(
+        orgId,
+        await this.loader.load(orgId, turn, this.promptOptions),
+        signal,
+      );
       const step = nextStep(input.messages);
       if (step.kind === 'done') {
         if ((await this.store.transition(held, 'completed')) === 'done') return 'settled';
@@ -291,9 +298,9 @@ export class TurnRunner {
       const note = request.note ? ` Their note: ${request.note}` : '';
       return this.result(held, use, { outcome: 'denied', content: `The person denied this call.${note}` });
     }
-    const tool = this.tools.resolve(use.name, input.agent);
+    const tool = this.tools.resolve(use.name, input.agent, input.mcpTools);
     if (!tool) {
-      const names = this.tools.names(input.agent).join(', ');
+      const names = this.tools.names(input.agent, input.mcpTools).join(', ');
       return this.result(held, use, fail(`Unknown tool "${use.name}". The tools are: ${names}.`));
     }
     const parsed = parseToolArguments(use.arguments);

@@ -1,6 +1,6 @@
 import type { Effort } from '@portal/domain';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
-import type { AgentTool } from '../records.types';
+import type { AgentMcpServer, AgentTool } from '../records.types';
 
 @Entity('agents')
 export class AgentEntity {
@@ -24,6 +24,9 @@ export class AgentEntity {
 
   @Column({ type: 'jsonb' })
   tools!: AgentTool[];
+
+  @Column({ name: 'mcp_servers', type: 'jsonb' })
+  mcpServers!: AgentMcpServer[];
 
   @Column({ type: 'text', nullable: true })
   reviewer!: string | null;

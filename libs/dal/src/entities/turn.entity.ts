@@ -1,4 +1,5 @@
 import type { Effort, TurnKind, TurnStatus } from '@portal/domain';
+import type { McpToolSnapshot } from '../records.types';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
 @Entity('turns')
@@ -35,6 +36,10 @@ export class TurnEntity {
 
   @Column({ name: 'catalogue_skill_ids', type: 'uuid', array: true })
   catalogueSkillIds!: string[];
+
+  /** The MCP tools the turn offers, listed when it started; null until then. */
+  @Column({ name: 'mcp_tools', type: 'jsonb', nullable: true })
+  mcpTools!: McpToolSnapshot | null;
 
   @Column({ type: 'text', nullable: true })
   error!: string | null;

@@ -9,11 +9,12 @@ import type { ModelEntry } from '@portal/model';
 import { isSelectable, type AssembleInput, type AttachmentForPrompt, type Limits } from '@portal/prompt';
 import type { BlobStore } from '../attachments/blob-store';
 import type { Db } from '../db.util';
-import type { Agent, Conversation, Skill } from '../records.types';
+import type { Agent, Conversation, McpToolSnapshot, Skill } from '../records.types';
 import { AttachmentRepository } from '../repositories/attachment.repository';
 import { BlockRepository } from '../repositories/block.repository';
 import { ConversationRepository } from '../repositories/conversation.repository';
 import { SkillRepository } from '../repositories/skill.repository';
+import { TurnRepository } from '../repositories/turn.repository';
 import { WindowRepository } from '../repositories/window.repository';
 
 export interface PromptInputOptions {
@@ -36,6 +37,8 @@ export interface TurnPromptInput extends PreviewPromptInput {
   turn: Turn;
   /** The turn's messages as stored; the first is the person's message. */
   messages: Message[];
+  /** The MCP tools the turn offers (listed when it started); null when none were listed. */
+  mcpTools: McpToolSnapshot | null;
 }
 
 /**
@@ -50,6 +53,7 @@ export class PromptInputLoader {
   private readonly blocks: BlockRepository;
   private readonly windows: WindowRepository;
   private readonly attachments: AttachmentRepository;
+  private readonly turns: TurnRepository;
 
   /** `blobs` holds the reduced pictures a vision model reads. */
   constructor(
@@ -61,6 +65,7 @@ export class PromptInputLoader {
     this.blocks = new BlockRepository(db);
     this.windows = new WindowRepository(db);
     this.attachments = new AttachmentRepository(db);
+    this.turns = new TurnRepository(db);
   }
 
   /**
@@ -69,7 +74,7 @@ export class PromptInputLoader {
    */
   async load(orgId: string, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
     const turnId = turn.id;
-    const [{ conversation, agent }, selected, snapshot, window, messages] = await Promise.all([
+    const [{ conversation, agent }, selected, snapshot, window, messages, mcpTools] = await Promise.all([
       this.conversationAndAgent(orgId, turn.conversationId),
       this.skillsById(orgId, turn.selectedSkillIds),
       this.skillsById(orgId, turn.catalogueSkillIds),
@@ -78,6 +83,7 @@ export class PromptInputLoader {
         beforeTurnN: turn.n,
       }),
       this.blocks.listTurnMessages(orgId, turnId),
+      this.turns.mcpTools(orgId, turnId),
     ]);
     const model = modelOf(opts.catalogue, turn.model);
     const selectedSkills = turn.selectedSkillIds.map((id) => {
@@ -102,6 +108,7 @@ export class PromptInputLoader {
       agent,
       model,
       messages,
+      mcpTools,
       assemble: assembleInput(agent, model, opts, {
         selectedSkills,
         catalogue,
@@ -109,6 +116,7 @@ export class PromptInputLoader {
         newMessage: { text: messageText(opening), attachmentIds: opening.attachmentIds },
         currentTurn,
         attachments,
+        mcpTools,
       }),
     };
   }
@@ -202,11 +210,16 @@ function assembleInput(
   agent: Agent,
   model: ModelEntry,
   opts: PromptInputOptions,
-  read: Omit<AssembleInput, 'portalFloor' | 'agent' | 'model' | 'limits'>,
+  {
+    mcpTools,
+    ...read
+  }: Omit<AssembleInput, 'portalFloor' | 'agent' | 'model' | 'limits'> & {
+    mcpTools?: AssembleInput['agent']['mcp'] | null;
+  },
 ): AssembleInput {
   return {
     portalFloor: opts.portalFloor,
-    agent: { instructions: agent.instructions, httpTools: agent.tools },
+    agent: { instructions: agent.instructions, httpTools: agent.tools, ...(mcpTools && { mcp: mcpTools }) },
     model,
     limits: opts.limits,
     ...read,

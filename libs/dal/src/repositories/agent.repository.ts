@@ -3,12 +3,32 @@ import { type Db, isUuid, managerOf } from '../db.util';
 import { AgentSkillEntity } from '../entities/agent-skill.entity';
 import type { Agent } from '../records.types';
 
-export type AgentInput = Omit<Agent, 'orgId'>;
+/** An agent to store; without `mcpServers` it has none. */
+export type AgentInput = Omit<Agent, 'orgId' | 'mcpServers'> & Partial<Pick<Agent, 'mcpServers'>>;
 
 /** An `agents` row aliased `a` as an `Agent` (one JSON value), for reads joined to other tables. */
 export const AGENT_JSON = `json_build_object('orgId', a.org_id, 'id', a.id, 'name', a.name,
   'instructions', a.instructions, 'model', a.model, 'effort', a.effort, 'tools', a.tools,
-  'reviewer', a.reviewer, 'compactionGuidance', a.compaction_guidance)`;
+  'mcpServers', a.mcp_servers, 'reviewer', a.reviewer, 'compactionGuidance', a.compaction_guidance)`;
+
+const INSERT_AGENT = `INSERT INTO agents (org_id, id, name, instructions, model, effort, tools, reviewer,
+    compaction_guidance, mcp_servers)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
+
+function agentParams(orgId: string, agent: AgentInput): unknown[] {
+  return [
+    orgId,
+    agent.id,
+    agent.name,
+    agent.instructions,
+    agent.model,
+    agent.effort,
+    JSON.stringify(agent.tools),
+    agent.reviewer,
+    agent.compactionGuidance,
+    JSON.stringify(agent.mcpServers ?? []),
+  ];
+}
 
 export class AgentRepository {
   private readonly em: EntityManager;
@@ -19,46 +39,25 @@ export class AgentRepository {
 
   async upsert(orgId: string, agent: AgentInput): Promise<Agent> {
     await this.em.query(
-      `INSERT INTO agents (org_id, id, name, instructions, model, effort, tools, reviewer, compaction_guidance)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+      `${INSERT_AGENT}
        ON CONFLICT (org_id, id) DO UPDATE SET
          name = EXCLUDED.name, instructions = EXCLUDED.instructions, model = EXCLUDED.model,
          effort = EXCLUDED.effort, tools = EXCLUDED.tools, reviewer = EXCLUDED.reviewer,
-         compaction_guidance = EXCLUDED.compaction_guidance, updated_at = now()`,
-      [
-        orgId,
-        agent.id,
-        agent.name,
-        agent.instructions,
-        agent.model,
-        agent.effort,
-        JSON.stringify(agent.tools),
-        agent.reviewer,
-        agent.compactionGuidance,
-      ],
+         compaction_guidance = EXCLUDED.compaction_guidance, mcp_servers = EXCLUDED.mcp_servers,
+         updated_at = now()`,
+      agentParams(orgId, agent),
     );
-    return { ...agent, orgId };
+    return { ...agent, mcpServers: agent.mcpServers ?? [], orgId };
   }
 
   /** Inserts a new agent; null when the org already has one with this id (nothing is changed). */
   async create(orgId: string, agent: AgentInput): Promise<Agent | null> {
     const rows: unknown[] = await this.em.query(
-      `INSERT INTO agents (org_id, id, name, instructions, model, effort, tools, reviewer, compaction_guidance)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+      `${INSERT_AGENT}
        ON CONFLICT (org_id, id) DO NOTHING RETURNING id`,
-      [
-        orgId,
-        agent.id,
-        agent.name,
-        agent.instructions,
-        agent.model,
-        agent.effort,
-        JSON.stringify(agent.tools),
-        agent.reviewer,
-        agent.compactionGuidance,
-      ],
+      agentParams(orgId, agent),
     );
-    return rows.length ? { ...agent, orgId } : null;
+    return rows.length ? { ...agent, mcpServers: agent.mcpServers ?? [], orgId } : null;
   }
 
   async get(orgId: string, agentId: string): Promise<Agent | null> {

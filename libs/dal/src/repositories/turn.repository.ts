@@ -5,7 +5,7 @@ import type { EntityManager } from 'typeorm';
 import { type Db, isPgError, isUuid, managerOf, queryPrepared } from '../db.util';
 import { DalError } from '../errors';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
-import type { UsageRow } from '../records.types';
+import type { McpToolSnapshot, UsageRow } from '../records.types';
 import { BlockRepository, blockRecords, insertBlocksSql } from './block.repository';
 import { insertUsageSql } from './usage.repository';
 
@@ -316,6 +316,34 @@ export class TurnRepository {
     if (stored.length === blocks.length) return stored.map(toBlock);
     // A position was taken: what is stored there decides (the same blocks, or a conflict).
     return new BlockRepository(this.em).appendBlocks(orgId, messageId ?? '', blocks);
+  }
+
+  /** The MCP tools the turn offers; null until they are listed (`saveMcpTools`). */
+  async mcpTools(orgId: string, turnId: string): Promise<McpToolSnapshot | null> {
+    if (!isUuid(turnId)) return null;
+    const [row] = await queryPrepared<{ mcpTools: McpToolSnapshot | null }>(
+      this.em,
+      `SELECT mcp_tools AS "mcpTools" FROM turns WHERE org_id = $1 AND id = $2`,
+      [orgId, turnId],
+    );
+    return row?.mcpTools ?? null;
+  }
+
+  /**
+   * Keeps the MCP tools listed when the turn started. The first list stored stays (a worker that
+   * took the turn over meanwhile may have stored one): the stored one is returned.
+   */
+  async saveMcpTools(orgId: string, turnId: string, snapshot: McpToolSnapshot): Promise<McpToolSnapshot> {
+    const [row] = await queryPrepared<{ mcpTools: McpToolSnapshot }>(
+      this.em,
+      `WITH saved AS (
+         UPDATE turns SET mcp_tools = $3 WHERE org_id = $1 AND id = $2 AND mcp_tools IS NULL
+         RETURNING mcp_tools)
+       SELECT COALESCE((SELECT mcp_tools FROM saved),
+         (SELECT mcp_tools FROM turns WHERE org_id = $1 AND id = $2)) AS "mcpTools"`,
+      [orgId, turnId, JSON.stringify(snapshot)],
+    );
+    return row?.mcpTools ?? snapshot;
   }
 
   /** Each call on the turn's own model overwrites this with its input tokens. */

@@ -16,6 +16,7 @@ export const METRIC = {
   gatewayHttpRequests: 'portal_gateway_http_requests_total',
   gatewaySseConnections: 'portal_gateway_sse_connections',
   gatewayTurnsOpened: 'portal_gateway_turns_opened_total',
+  toolCalls: 'portal_tool_calls_total',
 } as const;
 
 /** Job states reported by `portal_queue_jobs`. */
@@ -124,6 +125,14 @@ export class PortalMetrics {
     name: METRIC.ingestFailures,
     help: 'Attachments that failed to be read (unreadable, or out of attempts), by kind',
     labelNames: ['kind'] as const,
+    registers: this.registers,
+  });
+
+  /** Tool calls that ended with a result; labels name where the tool lives, never what it was asked. */
+  readonly toolCalls = new Counter({
+    name: METRIC.toolCalls,
+    help: 'Tool calls that returned a result, by source (mcp), MCP server and outcome (ok, error)',
+    labelNames: ['source', 'server', 'outcome'] as const,
     registers: this.registers,
   });
 
