@@ -4,6 +4,7 @@ import type { Effort, Turn } from '@portal/domain';
 import {
   BrokenStreamError,
   classifyModelError,
+  EmptyReplyError,
   ModelClientFactory,
   type ChatRequest,
   type ModelDelta,
@@ -31,6 +32,8 @@ export type CallOutcome =
   /** The reviewer blocked a sentence: the text shown before it; usage when the model had finished. */
   | { kind: 'blocked'; error: string; partial: CallOutput; ids: CallBlockIds; usage: TokenUsage | null }
   | { kind: 'overflow' }
+  /** A retryable fault outlived every retry: the turn is cut off (SPEC 2). */
+  | { kind: 'out_of_retries'; error: string }
   | { kind: 'failed'; error: string };
 
 /**
@@ -71,6 +74,10 @@ export class ModelCaller {
         });
         for await (const event of observeModelCall(this.metrics, { model: model.id, kind: 'turn' }, events)) {
           if (event.type === 'done') {
+            const { text, toolCalls } = event.result;
+            if (text === '' && !toolCalls.length) {
+              throw new EmptyReplyError('The model answered with neither text nor a tool call');
+            }
             await review?.end();
             await stream.flushed();
             if (review?.blocked) return blocked(review.blocked, stream, event.result.usage);
@@ -88,7 +95,10 @@ export class ModelCaller {
         const failure = classifyModelError(err);
         if (failure.kind === 'context_overflow') return { kind: 'overflow' };
         if (!this.retry.shouldRetry(failure, attempt)) {
-          return { kind: 'failed', error: modelError(failure, attempt + 1) };
+          const error = modelError(failure, attempt + 1);
+          return this.retry.retryable(failure)
+            ? { kind: 'out_of_retries', error }
+            : { kind: 'failed', error };
         }
         await this.retry.wait(this.retry.delayMs(attempt, failure.retryAfterMs), opts.signal);
         if (opts.signal.aborted) {

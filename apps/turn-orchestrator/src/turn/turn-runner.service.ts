@@ -149,8 +149,18 @@ export class TurnRunner {
       return;
     }
     // Nothing runs a paused turn; a cancel job settles it (a no-op without a cancel request).
-    if (found.status === 'paused') await this.store.cutOffPaused(orgId, turnId);
-    else return 'busy';
+    if (found.status !== 'paused') return 'busy';
+    const cut = await this.store.cutOffUnheld(orgId, turnId);
+    if (cut) await this.titles.afterSettle(orgId, cut);
+  }
+
+  /**
+   * The turn's job ran out of attempts (or stalled past them): like running out of retries, that
+   * cuts the turn off (SPEC 2), keeping what it wrote, with the reason in `error`.
+   */
+  async outOfAttempts({ orgId, turnId }: JobData<'run-turn'>, reason: string): Promise<void> {
+    const cut = await this.store.cutOffUnheld(orgId, turnId, `out_of_attempts: ${reason}`);
+    if (cut) await this.titles.afterSettle(orgId, cut);
   }
 
   /** `claimedMessageId`: the first call's message, fixed by the claim (`TurnRepository.claim`). */
@@ -247,6 +257,10 @@ export class TurnRunner {
         });
         return 'settled';
       }
+      case 'out_of_retries':
+        // What the turn wrote and ran stays; memory replays it like any cut-off turn.
+        await this.store.transition(held, 'cut_off', { error: outcome.error });
+        return 'settled';
       case 'failed':
         return this.fail(held, outcome.error);
     }

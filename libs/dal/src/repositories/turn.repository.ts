@@ -33,6 +33,8 @@ const TURN_COLUMNS = `id, conversation_id AS "conversationId", n, kind, status, 
 export interface LockedTurn {
   turn: Turn;
   leaseOwner: string | null;
+  /** A worker holds the turn and its lease has not lapsed. */
+  leaseLive: boolean;
   cancelRequested: boolean;
 }
 
@@ -373,15 +375,16 @@ export class TurnRepository {
    */
   async lockForUpdate(orgId: string, turnId: string): Promise<LockedTurn | null> {
     if (!isUuid(turnId)) return null;
-    const [row] = await queryPrepared<Turn & { leaseOwner: string | null; cancelRequested: boolean }>(
+    const [row] = await queryPrepared<Turn & Omit<LockedTurn, 'turn'>>(
       this.em,
-      `SELECT ${TURN_COLUMNS}, lease_owner AS "leaseOwner", cancel_requested_at IS NOT NULL AS "cancelRequested"
+      `SELECT ${TURN_COLUMNS}, lease_owner AS "leaseOwner", cancel_requested_at IS NOT NULL AS "cancelRequested",
+         COALESCE(lease_owner IS NOT NULL AND lease_expires_at > now(), false) AS "leaseLive"
        FROM turns WHERE org_id = $1 AND id = $2 FOR UPDATE`,
       [orgId, turnId],
     );
     if (!row) return null;
-    const { leaseOwner, cancelRequested, ...turn } = row;
-    return { turn, leaseOwner, cancelRequested };
+    const { leaseOwner, leaseLive, cancelRequested, ...turn } = row;
+    return { turn, leaseOwner, leaseLive, cancelRequested };
   }
 
   /**
