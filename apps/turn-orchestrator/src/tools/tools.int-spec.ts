@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AttachmentRepository, type AgentTool } from '@portal/dal';
+import { AttachmentRepository, ConversationRepository, type AgentTool } from '@portal/dal';
 import { checkTurn, type ApprovalRequestBlock, type ClarificationRequestBlock } from '@portal/domain';
 import { ORG, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
 import { CANCELLED_ANSWER } from '../turn/turn-store.service';
@@ -199,7 +199,7 @@ describe('clarification', () => {
     await expectValid(turnId);
   });
 
-  it('a paused turn cancelled is cut off by the cancel job, its request answered as cancelled', async () => {
+  it('a paused turn 1 cancelled is cut off by the cancel job, its request answered as cancelled, and named', async () => {
     const { turnId, conversationId } = await h.openTurn();
     h.fake.enqueue({ toolCalls: [call('ask_clarification', { question: 'Which?' })] });
     await h.run(turnId);
@@ -216,6 +216,10 @@ describe('clarification', () => {
       status: 'cut_off',
     });
     await expectValid(turnId);
+    expect((await new ConversationRepository(h.db.dataSource).get(ORG, conversationId))!.title).toBe(
+      'Test title',
+    );
+    expect((await h.usage(turnId)).map((u) => u.kind)).toEqual(['turn', 'summary']);
   });
 });
 

@@ -169,6 +169,35 @@ describe('the agent loop', () => {
     await expectValid(turnId);
   });
 
+  it('load_skill hands over only offered skills: a selectable draft or unbound skill is refused', async () => {
+    await addSkill(h, skill('secret-draft', { published: false }));
+    const selected = await addSkill(h, skill('chosen'));
+    await addSkill(h, skill('unbound'));
+    const { turnId } = await h.openTurn({
+      text: '/chosen go',
+      selectedSkillIds: [selected],
+      catalogueSkillIds: [factCheck],
+    });
+    h.fake.enqueue(
+      {
+        toolCalls: [
+          toolCall('load_skill', { slug: 'secret-draft' }),
+          toolCall('load_skill', { slug: 'unbound' }),
+          toolCall('load_skill', { slug: 'chosen' }),
+          toolCall('load_skill', { slug: 'fact-check' }),
+        ],
+      },
+      'Done.',
+    );
+    await h.run(turnId);
+    const results = (await h.blocks(turnId)).flatMap((b) => (b.kind === 'tool_result' ? [b] : []));
+    expect(results.map((r) => r.outcome)).toEqual(['error', 'error', 'ok', 'ok']);
+    expect(results[0].content).toMatch(/^No skill "secret-draft" is available to load/);
+    expect(results.map((r) => r.content).join('\n')).not.toContain('Instructions of secret-draft.');
+    expect(results[2].content).toContain('Instructions of chosen.');
+    await expectValid(turnId);
+  });
+
   it('runs several tool calls of one model call in order', async () => {
     const { turnId } = await h.openTurn({ catalogueSkillIds: [factCheck] });
     h.fake.enqueue(
