@@ -83,6 +83,7 @@ describe('migrations', () => {
       'BlobsWithoutAttachmentFk1767312000000',
       'PersonTextIndexes1767398400000',
       'PersonRequests1767484800000',
+      'SkillSelectTraceOnly1767571200000',
     ]);
     expect(await tables()).toEqual(TABLES);
   });
@@ -90,6 +91,7 @@ describe('migrations', () => {
   it("store the requests of the person's messages written before `person_requests`", async () => {
     const ds = await createDataSource(db.url).initialize();
     try {
+      await ds.undoLastMigration();
       await ds.undoLastMigration();
       await ds.query(`INSERT INTO orgs (id, name) VALUES ('acme', 'Acme')`);
       await ds.query(`INSERT INTO users (org_id, id, role) VALUES ('acme', 'alice', 'author')`);
@@ -119,7 +121,10 @@ describe('migrations', () => {
     } finally {
       await ds.destroy();
     }
-    expect(await runMigrations(db.url)).toEqual(['PersonRequests1767484800000']);
+    expect(await runMigrations(db.url)).toEqual([
+      'PersonRequests1767484800000',
+      'SkillSelectTraceOnly1767571200000',
+    ]);
     const rows = await db.dataSource.query(
       `SELECT org_id, turn_n, seq, text, tokens FROM person_requests ORDER BY turn_n, seq`,
     );
@@ -139,5 +144,36 @@ describe('migrations', () => {
         tokens: personRequest('/x as typed', true).tokens,
       },
     ]);
+  });
+  it('move the selected skills of turns written before into their SKILL_SELECT entries, dropping empty ones', async () => {
+    const ds = await createDataSource(db.url).initialize();
+    let selecting: string;
+    let plain: string;
+    const skill = '00000000-0000-4000-8000-000000000001';
+    try {
+      await ds.undoLastMigration();
+      const [{ id: conversationId }] = await ds.query(
+        `SELECT id FROM conversations WHERE org_id = 'acme' LIMIT 1`,
+      );
+      await ds.query(`UPDATE conversations SET last_turn_n = 4 WHERE id = $1`, [conversationId]);
+      [{ id: selecting }, { id: plain }] = await ds.query(
+        `INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model, selected_skill_ids)
+         VALUES ('acme', $1, 3, 'turn', 'completed', 'low', 'm', $2), ('acme', $1, 4, 'turn', 'completed', 'low', 'm', '{}')
+         RETURNING id`,
+        [conversationId, [skill]],
+      );
+      await ds.query(
+        `INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids) VALUES ('acme', $1, 'SKILL_SELECT', '{}')`,
+        [plain],
+      );
+    } finally {
+      await ds.destroy();
+    }
+    expect(await runMigrations(db.url)).toEqual(['SkillSelectTraceOnly1767571200000']);
+    const rows = await db.dataSource.query(
+      `SELECT turn_id, skill_ids FROM trace_entries WHERE turn_id = ANY($1)`,
+      [[selecting, plain]],
+    );
+    expect(rows).toEqual([{ turn_id: selecting, skill_ids: [skill] }]);
   });
 });

@@ -358,6 +358,24 @@ describe('running a turn again', () => {
     expect(h.turnCalls(requests)).toHaveLength(0);
   });
 
+  it('a turn resumed after a pause reads its selected skills again and fails once one is inactive', async () => {
+    const chosen = await addSkill(h, skill('resume-me'));
+    const { turnId } = await h.openTurn({ text: '/resume-me go', selectedSkillIds: [chosen] });
+    const mark = h.fake.requests.length;
+    h.fake.enqueue({ toolCalls: [toolCall('ask_clarification', { question: 'Which?' })] });
+    await h.run(turnId);
+    expect((await h.turn(turnId))!.status).toBe('paused');
+    expect(transcriptOf(h.turnCalls(mark)[0])).toContain('Instructions of resume-me.');
+
+    await new SkillRepository(h.db.dataSource).update(ORG, chosen, { status: 'inactive' });
+    const request = (await h.blocks(turnId)).at(-1)!;
+    await h.answer(turnId, request.id, { answer: 'That one.' });
+    const requests = h.fake.requests.length;
+    await h.run(turnId);
+    expect(await h.turn(turnId)).toMatchObject({ status: 'failed', error: 'skill_rejected: resume-me' });
+    expect(h.turnCalls(requests)).toHaveLength(0);
+  });
+
   it('names only the first turn of a conversation, and never touches its context size', async () => {
     const first = await h.openTurn({ text: 'First.' });
     h.fake.enqueue({ text: 'One.', usage: { prompt_tokens: 50, completion_tokens: 1 } });
