@@ -1,5 +1,6 @@
 import { ConversationRepository, SkillRepository, TurnRepository } from '@portal/dal';
 import { checkTurn } from '@portal/domain';
+import { fakeError } from '@portal/testing';
 import { addSkill, ORG, skill, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
 
 let h: Harness;
@@ -374,6 +375,17 @@ describe('running a turn again', () => {
     await h.run(turnId);
     expect(await h.turn(turnId)).toMatchObject({ status: 'failed', error: 'skill_rejected: resume-me' });
     expect(h.turnCalls(requests)).toHaveLength(0);
+  });
+
+  it('names turn 1 when its job is delivered again after the title was missed', async () => {
+    const { turnId, conversationId } = await h.openTurn({ text: 'Name me.' });
+    const conversations = new ConversationRepository(h.db.dataSource);
+    h.fake.enqueue('Named later.', fakeError(400, 'Title refused'));
+    await h.run(turnId);
+    expect((await conversations.get(ORG, conversationId))!.title).toBeNull();
+    await h.run(turnId);
+    expect((await conversations.get(ORG, conversationId))!.title).toBe('Test title');
+    expect((await h.usage(turnId)).map((u) => u.kind)).toEqual(['turn', 'summary']);
   });
 
   it('names only the first turn of a conversation, and never touches its context size', async () => {

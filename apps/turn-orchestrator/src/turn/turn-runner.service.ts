@@ -143,9 +143,11 @@ export class TurnRunner {
     const found = await this.turns.get(orgId, turnId);
     if (!found || found.kind !== 'turn') return;
     addLogContext({ conversationId: found.conversationId });
-    // A settled turn's job delivered again (its worker died): what it never published goes out.
+    // A settled turn's job delivered again (its worker died): what it never published goes out,
+    // and turn 1 gets the title it may have missed.
     if (isTerminal(found.status)) {
       await this.resync.resync(orgId, found);
+      await this.titles.afterSettle(orgId, found);
       return;
     }
     // Nothing runs a paused turn; a cancel job settles it (a no-op without a cancel request).
