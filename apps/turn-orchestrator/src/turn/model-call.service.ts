@@ -56,7 +56,13 @@ export class ModelCaller {
     turn: Turn,
     model: ModelEntry,
     request: ChatRequest,
-    opts: { effort: Effort; signal: AbortSignal; reviewer?: ReviewerOf | null },
+    opts: {
+      effort: Effort;
+      signal: AbortSignal;
+      reviewer?: ReviewerOf | null;
+      /** Records the usage of an attempt the provider answered that is still retried (an empty reply). */
+      spent?: (usage: TokenUsage, ids: CallBlockIds) => Promise<void>;
+    },
   ): Promise<CallOutcome> {
     for (let attempt = 0; ; attempt++) {
       const stream = new PublishedStream(turn, this.store);
@@ -74,8 +80,9 @@ export class ModelCaller {
         });
         for await (const event of observeModelCall(this.metrics, { model: model.id, kind: 'turn' }, events)) {
           if (event.type === 'done') {
-            const { text, toolCalls } = event.result;
+            const { text, toolCalls, usage } = event.result;
             if (text === '' && !toolCalls.length) {
+              if (usage) await opts.spent?.(usage, stream.ids);
               throw new EmptyReplyError('The model answered with neither text nor a tool call');
             }
             await review?.end();

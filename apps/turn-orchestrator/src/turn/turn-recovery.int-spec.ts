@@ -73,10 +73,18 @@ describe('model errors', () => {
   it('calls again when the model answers with neither text nor a tool call', async () => {
     const { turnId } = await h.openTurn();
     const mark = h.fake.requests.length;
-    h.fake.enqueue({ text: '' }, { reasoning: 'Thinking only.' }, 'The real answer.');
+    const usage = (prompt_tokens: number) => ({ prompt_tokens, completion_tokens: 1 });
+    h.fake.enqueue(
+      { text: '', usage: usage(11) },
+      { reasoning: 'Thinking only.', usage: usage(12) },
+      { text: 'The real answer.', usage: usage(13) },
+    );
     await h.run(turnId);
     expect(h.turnCalls(mark)).toHaveLength(3);
-    expect(await h.turn(turnId)).toMatchObject({ status: 'completed', error: null });
+    expect(await h.turn(turnId)).toMatchObject({ status: 'completed', error: null, contextTokens: 13 });
+    // Each call the provider answered leaves its usage row, the empty ones too.
+    const rows = (await h.usage(turnId)).filter((u) => u.kind === 'turn');
+    expect(rows.map((u) => u.inputTokens)).toEqual([11, 12, 13]);
     const texts = (await h.blocks(turnId)).flatMap((b) => (b.kind === 'text' ? [b.text] : []));
     expect(texts).toEqual(['Hello?', 'The real answer.']);
     await expectValid(turnId);

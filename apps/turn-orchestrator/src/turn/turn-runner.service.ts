@@ -217,12 +217,12 @@ export class TurnRunner {
     let prompt = assemblePrompt(input.assemble);
     if (await this.gate.beforeCall(held, input, prompt, signal))
       ({ input, prompt } = await this.reassemble(held));
-    let outcome = await this.send(input, prompt, signal);
+    let outcome = await this.send(held, input, prompt, signal);
     if (outcome.kind === 'overflow') {
       const failed = await this.gate.onOverflow(held, input, signal);
       if (failed !== null) return this.fail(held, failed);
       ({ input, prompt } = await this.reassemble(held));
-      outcome = await this.send(input, prompt, signal);
+      outcome = await this.send(held, input, prompt, signal);
       if (outcome.kind === 'overflow') return this.fail(held, 'context_overflow_after_compaction');
     }
     const used = usedCallIds(input.messages);
@@ -274,7 +274,12 @@ export class TurnRunner {
     return { input, prompt: assemblePrompt(input.assemble) };
   }
 
-  private send(input: TurnPromptInput, prompt: AssembledPrompt, signal: AbortSignal): Promise<CallOutcome> {
+  private send(
+    held: HeldTurn,
+    input: TurnPromptInput,
+    prompt: AssembledPrompt,
+    signal: AbortSignal,
+  ): Promise<CallOutcome> {
     // Our chat types are structurally the SDK's; the cast only names them.
     const request = { messages: prompt.messages, tools: prompt.tools } as ChatRequest;
     const { orgId, reviewer } = input.agent;
@@ -282,6 +287,8 @@ export class TurnRunner {
       effort: input.turn.effort,
       signal,
       reviewer: reviewer === null ? null : { orgId, model: reviewer },
+      // A call the provider answered leaves a usage row even when it is retried (SPEC 2).
+      spent: (usage, ids) => this.store.recordUsage(held, turnUsage(held, input.model, usage, ids)),
     });
   }
 

@@ -169,6 +169,14 @@ export class TurnStore {
     return 'done';
   }
 
+  /** The usage row (and `contextTokens`) of a call that leaves no block: an empty reply, retried. */
+  async recordUsage(held: HeldTurn, usage: Usage): Promise<void> {
+    await this.withHeld(held, (tx) =>
+      tx.turns.recordCall(held.orgId, held.turn.id, { messageId: null, blocks: [], usage }),
+    );
+    await this.events.publishAll(held.turn.conversationId, usageEvents(held.turn, usage));
+  }
+
   /** After an invariant violation: the turn fails with no further check (it cannot pass one). */
   async failLoudly(held: HeldTurn, error: string): Promise<void> {
     const failed = await new TurnRepository(this.dataSource).updateStatus(
