@@ -421,7 +421,8 @@ export class TurnRepository {
   }
 
   /**
-   * Turns nobody works on: `queued`, or `running` without a live lease, unchanged for `idleMs`.
+   * Turns nobody works on: `queued`, `running` without a live lease, or `paused` with a cancel
+   * request (its cancel job settles it), unchanged for `idleMs`.
    * Across orgs, like `UserRepository.findByApiKey`: the reconciler acts for every tenant and
    * re-reads each turn with its org id. Reads the partial index of open turns.
    */
@@ -429,7 +430,8 @@ export class TurnRepository {
     return this.em.query(
       `SELECT org_id AS "orgId", id AS "turnId" FROM turns
        WHERE status IN ('queued', 'running', 'paused')
-         AND (status = 'queued' OR (status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now())))
+         AND (status = 'queued' OR (status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now()))
+           OR (status = 'paused' AND cancel_requested_at IS NOT NULL))
          AND updated_at < now() - $1 * interval '1 millisecond'
        ORDER BY updated_at LIMIT $2`,
       [opts.idleMs, opts.limit],
