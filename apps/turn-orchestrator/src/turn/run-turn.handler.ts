@@ -26,7 +26,8 @@ export class RunTurnHandler implements JobHandlerOf<'run-turn'> {
     } catch (err) {
       const attempts = JOB_OPTIONS[QueueName.Turns].attempts ?? 1;
       if (!context.signal.aborted && context.attemptsMade + 1 >= attempts) {
-        await this.runner.outOfAttempts(data, (err as Error).message);
+        // When even this write fails, the reconciler finds the failed job and cuts the turn off.
+        await this.runner.outOfAttempts(data, (err as Error).message).catch(() => undefined);
       }
       throw err;
     }

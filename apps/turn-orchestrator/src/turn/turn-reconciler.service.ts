@@ -20,9 +20,10 @@ const LIVE_JOBS_SCANNED = 10_000;
 /**
  * Turn protocol 8: every RECONCILE_INTERVAL_MS, re-enqueues turns that are `queued`, `running`
  * with a lapsed or released lease, or `paused` with a cancel request, and have no waiting, delayed
- * or active job (Redis lost its data): `run-turn` for a turn, `compact` MANUAL for a `/compact` turn. A turn whose `run-turn`
- * job ran out of attempts (e.g. its workers died past the stall limit) is cut off instead (SPEC 2).
- * Idempotent: a turn gets one recovery job at a time, and a job for a turn someone runs does nothing.
+ * or active job (Redis lost its data): `run-turn` for a turn, `compact` MANUAL for a `/compact`
+ * turn. A turn whose `run-turn` job ran out of attempts (e.g. its workers died past the stall
+ * limit) is cut off instead (SPEC 2). Idempotent: a turn gets one recovery job at a time, and a
+ * job for a turn someone runs does nothing.
  */
 @Injectable()
 export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
