@@ -344,12 +344,12 @@ describe('a rate-limited model', () => {
     expect(await chat.violations(turnId)).toEqual([]);
   });
 
-  it('fails the turn with model_error once the retries are spent', async () => {
+  it('cuts the turn off with model_error once the retries are spent', async () => {
     const quota = fakeError(429, 'Quota exceeded', { headers: { 'retry-after-ms': '1' } });
     e2e.model.script('rate-out', quota, quota, quota, quota);
     const { finish, turnId } = await chat.run(`${tag('rate-out')} hello`);
     expect(finish).toMatchObject({
-      status: 'failed',
+      status: 'cut_off',
       error: expect.stringMatching(/^model_error: HTTP 429 after 4 attempts/),
     });
     expect((await chat.turn(turnId)).error).toBe(finish.error);

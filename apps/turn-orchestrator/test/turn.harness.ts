@@ -11,7 +11,6 @@ import {
   ConversationRepository,
   OrgRepository,
   SkillRepository,
-  TraceRepository,
   TurnRepository,
   UsageRepository,
   UserRepository,
@@ -187,7 +186,6 @@ export async function startHarness(
         selectedSkillIds: o.selectedSkillIds ?? [],
         catalogueSkillIds: o.catalogueSkillIds ?? [],
       });
-      await new TraceRepository(ds).addSkillSelect(ORG, created!.turn.id, o.selectedSkillIds ?? []);
       return { turnId: created!.turn.id, conversationId };
     },
     turnCalls: (mark = 0) => fake.requests.slice(mark).filter((r) => Array.isArray(r.body?.tools)),

@@ -1,3 +1,4 @@
+import type { DataSource } from 'typeorm';
 import { createDataSource, ensureDatabase, runMigrations } from './data-source';
 import { personRequest } from '@portal/prompt';
 import { ENTITIES } from './entities';
@@ -22,6 +23,15 @@ const TABLES = [
   'usage_rows',
   'users',
 ];
+
+/** Back to the schema before the migration `name`: it and every later one undone, newest first. */
+async function undoThrough(ds: DataSource, name: string): Promise<void> {
+  for (;;) {
+    const [last] = await ds.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 1`);
+    await ds.undoLastMigration();
+    if (last.name === name) return;
+  }
+}
 
 describe('migrations', () => {
   let db: ScratchDatabase;
@@ -83,6 +93,7 @@ describe('migrations', () => {
       'BlobsWithoutAttachmentFk1767312000000',
       'PersonTextIndexes1767398400000',
       'PersonRequests1767484800000',
+      'SkillSelectTraceOnly1767571200000',
       'McpServers1796311824000',
     ]);
     expect(await tables()).toEqual(TABLES);
@@ -91,12 +102,7 @@ describe('migrations', () => {
   it("store the requests of the person's messages written before `person_requests`", async () => {
     const ds = await createDataSource(db.url).initialize();
     try {
-      // Back to the schema before `person_requests`, later migrations undone first.
-      for (;;) {
-        const [{ name }] = await ds.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 1`);
-        await ds.undoLastMigration();
-        if (name === 'PersonRequests1767484800000') break;
-      }
+      await undoThrough(ds, 'PersonRequests1767484800000');
       await ds.query(`INSERT INTO orgs (id, name) VALUES ('acme', 'Acme')`);
       await ds.query(`INSERT INTO users (org_id, id, role) VALUES ('acme', 'alice', 'author')`);
       await ds.query(
@@ -125,7 +131,11 @@ describe('migrations', () => {
     } finally {
       await ds.destroy();
     }
-    expect((await runMigrations(db.url))[0]).toBe('PersonRequests1767484800000');
+    expect(await runMigrations(db.url)).toEqual([
+      'PersonRequests1767484800000',
+      'SkillSelectTraceOnly1767571200000',
+      'McpServers1796311824000',
+    ]);
     const rows = await db.dataSource.query(
       `SELECT org_id, turn_n, seq, text, tokens FROM person_requests ORDER BY turn_n, seq`,
     );
@@ -145,5 +155,39 @@ describe('migrations', () => {
         tokens: personRequest('/x as typed', true).tokens,
       },
     ]);
+  });
+  it('move the selected skills of turns written before into their SKILL_SELECT entries, dropping empty ones', async () => {
+    const ds = await createDataSource(db.url).initialize();
+    let selecting: string;
+    let plain: string;
+    const skill = '00000000-0000-4000-8000-000000000001';
+    try {
+      await undoThrough(ds, 'SkillSelectTraceOnly1767571200000');
+      const [{ id: conversationId }] = await ds.query(
+        `SELECT id FROM conversations WHERE org_id = 'acme' LIMIT 1`,
+      );
+      await ds.query(`UPDATE conversations SET last_turn_n = 4 WHERE id = $1`, [conversationId]);
+      [{ id: selecting }, { id: plain }] = await ds.query(
+        `INSERT INTO turns (org_id, conversation_id, n, kind, status, effort, model, selected_skill_ids)
+         VALUES ('acme', $1, 3, 'turn', 'completed', 'low', 'm', $2), ('acme', $1, 4, 'turn', 'completed', 'low', 'm', '{}')
+         RETURNING id`,
+        [conversationId, [skill]],
+      );
+      await ds.query(
+        `INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids) VALUES ('acme', $1, 'SKILL_SELECT', '{}')`,
+        [plain],
+      );
+    } finally {
+      await ds.destroy();
+    }
+    expect(await runMigrations(db.url)).toEqual([
+      'SkillSelectTraceOnly1767571200000',
+      'McpServers1796311824000',
+    ]);
+    const rows = await db.dataSource.query(
+      `SELECT turn_id, skill_ids FROM trace_entries WHERE turn_id = ANY($1)`,
+      [[selecting, plain]],
+    );
+    expect(rows).toEqual([{ turn_id: selecting, skill_ids: [skill] }]);
   });
 });

@@ -509,17 +509,27 @@ describe('ToolResultRepository, UsageRepository, TraceRepository', () => {
     expect(await usage.listForTurn(GLOBEX, turn.id)).toEqual([]);
   });
 
-  it('records one SKILL_SELECT trace entry per turn', async () => {
-    const { turn } = await openTurn();
+  it("keeps a turn's selected skills in its one SKILL_SELECT entry, and none for a turn without", async () => {
     const trace = new TraceRepository(ds);
-    const skillId = randomUUID();
-    await trace.addSkillSelect(ACME, turn.id, [skillId]);
-    await trace.addSkillSelect(ACME, turn.id, []);
-    await trace.addSkillSelect(GLOBEX, turn.id, []);
-    expect(await trace.listForTurn(ACME, turn.id)).toEqual([
-      { turnId: turn.id, kind: 'SKILL_SELECT', skillIds: [skillId], at: expect.any(Date) },
+    const turns = new TurnRepository(ds);
+    const skillIds = [randomUUID(), randomUUID()];
+    const selecting = await turns.createWithUserMessage(ACME, {
+      conversationId: await newConversation(ds, ACME),
+      effort: 'low',
+      model: 'gpt-test',
+      text: '/a /b go',
+      selectedSkillIds: skillIds,
+    });
+    const turnId = selecting!.turn.id;
+    expect(await trace.listForTurn(ACME, turnId)).toEqual([
+      { turnId, kind: 'SKILL_SELECT', skillIds, at: expect.any(Date) },
     ]);
-    expect(await trace.listForTurn(GLOBEX, turn.id)).toEqual([]);
+    expect((await turns.get(ACME, turnId))!.selectedSkillIds).toEqual(skillIds);
+    expect(await trace.listForTurn(GLOBEX, turnId)).toEqual([]);
+
+    const { turn } = await openTurn();
+    expect(await trace.listForTurn(ACME, turn.id)).toEqual([]);
+    expect((await turns.get(ACME, turn.id))!.selectedSkillIds).toEqual([]);
   });
 });
 

@@ -7,7 +7,13 @@ import {
   RateLimitError,
 } from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { adaptChunks, BrokenStreamError, classifyModelError, parseRetryAfter } from './stream-adapter';
+import {
+  adaptChunks,
+  BrokenStreamError,
+  classifyModelError,
+  EmptyReplyError,
+  parseRetryAfter,
+} from './stream-adapter';
 
 type Delta = ChatCompletionChunk.Choice.Delta & { reasoning_content?: string; reasoning?: string };
 
@@ -197,6 +203,7 @@ describe('classifyModelError', () => {
     expect(classifyModelError(new APIConnectionTimeoutError()).kind).toBe('timeout');
     expect(classifyModelError(new APIConnectionError({ message: 'refused' })).kind).toBe('broken_stream');
     expect(classifyModelError(new BrokenStreamError('ended early')).kind).toBe('broken_stream');
+    expect(classifyModelError(new EmptyReplyError('no text, no tool call')).kind).toBe('empty_reply');
     const terminated = new TypeError('terminated', {
       cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
     });

@@ -127,8 +127,20 @@ export class BrokenStreamError extends Error {
   override name = 'BrokenStreamError';
 }
 
+/** The model finished with neither text nor a tool call: a fault of the model, not an answer (SPEC 8). */
+export class EmptyReplyError extends Error {
+  override name = 'EmptyReplyError';
+}
+
 export type ModelErrorKind =
-  'rate_limited' | 'server' | 'context_overflow' | 'timeout' | 'broken_stream' | 'aborted' | 'fatal';
+  | 'rate_limited'
+  | 'server'
+  | 'context_overflow'
+  | 'timeout'
+  | 'broken_stream'
+  | 'empty_reply'
+  | 'aborted'
+  | 'fatal';
 
 export interface ModelErrorClass {
   kind: ModelErrorKind;
@@ -142,7 +154,7 @@ const OVERFLOW = /maximum context length|context length|context window|too many 
 
 /**
  * What the orchestrator should do about a failed model call: retry later (`rate_limited`,
- * `server`, `timeout`, `broken_stream`), compact (`context_overflow`), stop (`aborted`: the
+ * `server`, `timeout`, `broken_stream`, `empty_reply`), compact (`context_overflow`), stop (`aborted`: the
  * caller's signal; `fatal`: anything else, e.g. 401 or a bad request).
  */
 export function classifyModelError(err: unknown): ModelErrorClass {
@@ -161,6 +173,7 @@ export function classifyModelError(err: unknown): ModelErrorClass {
   if (err instanceof APIUserAbortError) return result('aborted');
   if (err instanceof APIConnectionTimeoutError) return result('timeout');
   if (err instanceof APIConnectionError || err instanceof BrokenStreamError) return result('broken_stream');
+  if (err instanceof EmptyReplyError) return result('empty_reply');
   if (err instanceof APIError) {
     const status = typeof err.status === 'number' ? err.status : null;
     const retryAfterMs = parseRetryAfter(err.headers);

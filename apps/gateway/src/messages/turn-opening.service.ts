@@ -6,8 +6,8 @@ import { TurnDispatchService } from '../core/turn-dispatch.service';
 import { MetricsService } from '../metrics/metrics.service';
 
 /**
- * Turn protocol step 1: the queued turn, the person's message and the SKILL_SELECT trace entry in
- * one statement; then the events, then the job.
+ * Turn protocol step 1: the queued turn, the person's message and (when it selected skills) the
+ * SKILL_SELECT trace entry in one statement; then the events, then the job.
  */
 @Injectable()
 export class TurnOpeningService {
@@ -27,7 +27,6 @@ export class TurnOpeningService {
     const created = await this.turns.createWithUserMessage(caller.orgId, {
       ...input,
       conversationId: conversation.id,
-      traceSkillSelect: true,
     });
     if (!created) throw new DomainError('not_found', `Conversation ${conversation.id} not found`);
     const { turn, message } = created;

@@ -71,6 +71,12 @@ describe('GET /v1/turns/:id, usage and trace', () => {
     ]);
   });
 
+  it('has no trace entry and no selected skills for a turn without /slug', async () => {
+    const turnId = await openTurn(gw, await newConversation(gw), 'no skills here');
+    expect((await gw.call('GET', `/v1/turns/${turnId}`)).body.selectedSkillIds).toEqual([]);
+    expect((await gw.call('GET', `/v1/turns/${turnId}/trace`)).body).toEqual([]);
+  });
+
   it('answers 404 for a missing turn', async () => {
     for (const path of ['', '/usage', '/trace']) {
       expect((await gw.call('GET', `/v1/turns/${randomUUID()}${path}`)).status).toBe(404);

@@ -1,10 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SkillRepository } from '@portal/dal';
-import { isSelectable } from '@portal/prompt';
 import { stringArg } from './tool-args.util';
 import { error, ok, type ToolArgs, type ToolContext, type ToolExecutor, type ToolRun } from './tool.types';
 
-/** `load_skill(slug)`: a skill of the turn's catalogue snapshot, or one the user could select. */
+/**
+ * `load_skill(slug)`: only what the model was offered, the turn's catalogue snapshot and its
+ * selected skills. A draft or unbound skill the person could select by `/slug` is refused: the
+ * model must not reach it by guessing its slug.
+ */
 @Injectable()
 export class LoadSkillTool implements ToolExecutor {
   constructor(@Inject(SkillRepository) private readonly skills: SkillRepository) {}
@@ -13,11 +16,10 @@ export class LoadSkillTool implements ToolExecutor {
     const slug = stringArg(args, 'slug')?.trim().replace(/^\//, '');
     if (!slug) return error('load_skill needs a "slug".');
     const [skill] = await this.skills.findBySlugs(ctx.orgId, [slug]);
-    const allowed =
-      skill &&
-      (ctx.turn.catalogueSkillIds.includes(skill.id) ||
-        isSelectable({ ...skill, ownerId: skill.ownerId ?? '' }, ctx.userId));
-    if (!allowed) return error(`No skill "${slug}" is available to load.`);
+    const { catalogueSkillIds, selectedSkillIds } = ctx.turn;
+    const offered = skill && (catalogueSkillIds.includes(skill.id) || selectedSkillIds.includes(skill.id));
+    if (!offered)
+      return error(`No skill "${slug}" is available to load: only the skills listed can be loaded.`);
     return ok(`# ${skill.name} (/${skill.slug})\n\n${skill.instructions.trim()}`);
   }
 }

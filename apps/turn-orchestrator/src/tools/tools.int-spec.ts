@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AttachmentRepository, type AgentTool } from '@portal/dal';
+import { AttachmentRepository, ConversationRepository, TurnRepository, type AgentTool } from '@portal/dal';
 import { checkTurn, type ApprovalRequestBlock, type ClarificationRequestBlock } from '@portal/domain';
 import { ORG, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
+import { TurnReconciler } from '../turn/turn-reconciler.service';
 import { CANCELLED_ANSWER } from '../turn/turn-store.service';
 
 /** A local HTTP service the agent's tools call: routes by path, every request recorded. */
@@ -199,7 +200,7 @@ describe('clarification', () => {
     await expectValid(turnId);
   });
 
-  it('a paused turn cancelled is cut off by the cancel job, its request answered as cancelled', async () => {
+  it('a paused turn 1 cancelled is cut off by the cancel job, its request answered as cancelled, and named', async () => {
     const { turnId, conversationId } = await h.openTurn();
     h.fake.enqueue({ toolCalls: [call('ask_clarification', { question: 'Which?' })] });
     await h.run(turnId);
@@ -216,6 +217,27 @@ describe('clarification', () => {
       status: 'cut_off',
     });
     await expectValid(turnId);
+    expect((await new ConversationRepository(h.db.dataSource).get(ORG, conversationId))!.title).toBe(
+      'Test title',
+    );
+    expect((await h.usage(turnId)).map((u) => u.kind)).toEqual(['turn', 'summary']);
+  });
+});
+
+describe('a cancelled pause whose cancel job was lost', () => {
+  it('is found by the reconciler, cut off by the job it enqueues, and turn 1 is named', async () => {
+    const { turnId, conversationId } = await h.openTurn();
+    h.fake.enqueue({ toolCalls: [call('ask_clarification', { question: 'Which?' })] });
+    await h.run(turnId);
+    // The gateway flagged the cancel, but Redis lost the job it enqueued.
+    await new TurnRepository(h.db.dataSource).requestCancel(ORG, turnId);
+
+    expect(await h.app.get(TurnReconciler).reconcile({ idleMs: 0 })).toContain(turnId);
+    await h.run(turnId);
+    expect((await h.turn(turnId))!.status).toBe('cut_off');
+    expect((await new ConversationRepository(h.db.dataSource).get(ORG, conversationId))!.title).toBe(
+      'Test title',
+    );
   });
 });
 

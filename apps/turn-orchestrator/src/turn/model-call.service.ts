@@ -4,6 +4,7 @@ import type { Effort, Turn } from '@portal/domain';
 import {
   BrokenStreamError,
   classifyModelError,
+  EmptyReplyError,
   ModelClientFactory,
   type ChatRequest,
   type ModelDelta,
@@ -31,6 +32,8 @@ export type CallOutcome =
   /** The reviewer blocked a sentence: the text shown before it; usage when the model had finished. */
   | { kind: 'blocked'; error: string; partial: CallOutput; ids: CallBlockIds; usage: TokenUsage | null }
   | { kind: 'overflow' }
+  /** A retryable fault outlived every retry: the turn is cut off (SPEC 2). */
+  | { kind: 'out_of_retries'; error: string }
   | { kind: 'failed'; error: string };
 
 /**
@@ -53,7 +56,13 @@ export class ModelCaller {
     turn: Turn,
     model: ModelEntry,
     request: ChatRequest,
-    opts: { effort: Effort; signal: AbortSignal; reviewer?: ReviewerOf | null },
+    opts: {
+      effort: Effort;
+      signal: AbortSignal;
+      reviewer?: ReviewerOf | null;
+      /** Records the usage of an attempt the provider answered that is still retried (an empty reply). */
+      spent?: (usage: TokenUsage, ids: CallBlockIds) => Promise<void>;
+    },
   ): Promise<CallOutcome> {
     for (let attempt = 0; ; attempt++) {
       const stream = new PublishedStream(turn, this.store);
@@ -71,6 +80,11 @@ export class ModelCaller {
         });
         for await (const event of observeModelCall(this.metrics, { model: model.id, kind: 'turn' }, events)) {
           if (event.type === 'done') {
+            const { text, toolCalls, usage } = event.result;
+            if (text === '' && !toolCalls.length) {
+              if (usage) await opts.spent?.(usage, stream.ids);
+              throw new EmptyReplyError('The model answered with neither text nor a tool call');
+            }
             await review?.end();
             await stream.flushed();
             if (review?.blocked) return blocked(review.blocked, stream, event.result.usage);
@@ -88,7 +102,10 @@ export class ModelCaller {
         const failure = classifyModelError(err);
         if (failure.kind === 'context_overflow') return { kind: 'overflow' };
         if (!this.retry.shouldRetry(failure, attempt)) {
-          return { kind: 'failed', error: modelError(failure, attempt + 1) };
+          const error = modelError(failure, attempt + 1);
+          return this.retry.retryable(failure)
+            ? { kind: 'out_of_retries', error }
+            : { kind: 'failed', error };
         }
         await this.retry.wait(this.retry.delayMs(attempt, failure.retryAfterMs), opts.signal);
         if (opts.signal.aborted) {

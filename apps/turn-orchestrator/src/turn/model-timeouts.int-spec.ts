@@ -28,12 +28,12 @@ describe('a model that hangs', () => {
     await expectValid(turnId);
   });
 
-  it('fails the turn with a timeout reason once every attempt hung, never leaving it running', async () => {
+  it('cuts the turn off with a timeout reason once every attempt hung, never leaving it running', async () => {
     const { turnId } = await h.openTurn();
     h.fake.enqueue({ kind: 'hang' }, { kind: 'hang' }, { kind: 'hang' });
     await h.run(turnId);
     const turn = await h.turn(turnId);
-    expect(turn).toMatchObject({ status: 'failed' });
+    expect(turn).toMatchObject({ status: 'cut_off' });
     expect(turn!.error).toMatch(/^model_error: timeout after 3 attempts: .*no response for 400 ms/);
     expect((await h.usage(turnId)).filter((u) => u.kind === 'turn')).toHaveLength(0);
     await expectValid(turnId);

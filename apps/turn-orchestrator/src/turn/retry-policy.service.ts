@@ -8,6 +8,7 @@ const RETRYABLE: ReadonlySet<ModelErrorClass['kind']> = new Set([
   'server',
   'timeout',
   'broken_stream',
+  'empty_reply',
 ]);
 
 /** How long to wait before each retry of a model call, and the waiting itself (a seam for tests). */
@@ -19,9 +20,14 @@ export class RetryPolicy {
     return this.config.modelRetries;
   }
 
-  /** A 429, a 5xx, a broken stream or a timeout is tried again, MODEL_RETRIES times. */
+  /** A 429, a 5xx, a broken stream, a timeout or an empty reply is a fault worth another attempt. */
+  retryable(failure: ModelErrorClass): boolean {
+    return RETRYABLE.has(failure.kind);
+  }
+
+  /** A retryable failure is tried again, MODEL_RETRIES times. */
   shouldRetry(failure: ModelErrorClass, attempt: number): boolean {
-    return RETRYABLE.has(failure.kind) && attempt < this.retries;
+    return this.retryable(failure) && attempt < this.retries;
   }
 
   /**
@@ -51,7 +57,7 @@ export class RetryPolicy {
 
 /** `model_error: HTTP 500 after 4 attempts: <the provider's message>`. */
 export function modelError(failure: ModelErrorClass, attempts: number): string {
-  const what = failure.status !== null ? `HTTP ${failure.status}` : failure.kind.replace('_', ' ');
+  const what = failure.status !== null ? `HTTP ${failure.status}` : failure.kind.replaceAll('_', ' ');
   const tries = attempts > 1 ? ` after ${attempts} attempts` : '';
   return `model_error: ${what}${tries}: ${failure.message}`;
 }

@@ -10,6 +10,7 @@ import { compactionJobId, MANUAL_REQUEST_ID, TurnRepository } from '@portal/dal'
 import { QueueService } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
+import { TurnRunner } from './turn-runner.service';
 
 /** Stranded turns looked at per round. */
 const BATCH = 100;
@@ -17,11 +18,12 @@ const BATCH = 100;
 const LIVE_JOBS_SCANNED = 10_000;
 
 /**
- * Turn protocol 8: every RECONCILE_INTERVAL_MS, re-enqueues turns that are `queued`, or `running`
- * with a lapsed or released lease, and have no waiting, delayed or active job (Redis lost its
- * data, or a job ran out of attempts): `run-turn` for a turn, `compact` MANUAL for a `/compact`
- * turn. Idempotent: a turn gets one recovery job at a time, and a job for a turn someone runs
- * does nothing.
+ * Turn protocol 8: every RECONCILE_INTERVAL_MS, re-enqueues turns that are `queued`, `running`
+ * with a lapsed or released lease, or `paused` with a cancel request, and have no waiting, delayed
+ * or active job (Redis lost its data): `run-turn` for a turn, `compact` MANUAL for a `/compact`
+ * turn. A turn whose `run-turn` job ran out of attempts (e.g. its workers died past the stall
+ * limit) is cut off instead (SPEC 2). Idempotent: a turn gets one recovery job at a time, and a
+ * job for a turn someone runs does nothing.
  */
 @Injectable()
 export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
@@ -33,6 +35,7 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
     @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
     @Inject(TurnRepository) private readonly turns: TurnRepository,
     @Inject(QueueService) private readonly queues: QueueService,
+    @Inject(TurnRunner) private readonly runner: TurnRunner,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -59,6 +62,7 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
       [QueueName.Turns]: await this.liveTurnIds(QueueName.Turns),
       [QueueName.Compactions]: await this.liveTurnIds(QueueName.Compactions),
     };
+    const spent = await this.spentTurnJobs();
     const enqueued: string[] = [];
     for (const { orgId, turnId } of stranded) {
       const turn = await this.turns.get(orgId, turnId);
@@ -66,6 +70,11 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
       const compaction = turn.kind === 'compaction';
       const queue = compaction ? QueueName.Compactions : QueueName.Turns;
       if (busy[queue].has(turnId)) continue;
+      const failedReason = compaction ? undefined : spent.get(turnId);
+      if (failedReason !== undefined) {
+        await this.runner.outOfAttempts({ orgId, turnId }, failedReason);
+        continue;
+      }
       const jobId = compaction ? compactionJobId(turnId, MANUAL_REQUEST_ID) : `run-turn:${turnId}:recover`;
       // A finished job keeps its id (removeOnComplete keeps the last ones): BullMQ would ignore the add.
       const previous = await this.queues.queue(queue).getJob(jobId);
@@ -84,6 +93,17 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
     if (enqueued.length)
       this.logger.warn(`re-enqueued ${enqueued.length} stranded turn(s): ${enqueued.join(', ')}`);
     return enqueued;
+  }
+
+  /** Turns with a `run-turn` job that failed its last attempt, with the job's reason. */
+  private async spentTurnJobs(): Promise<Map<string, string>> {
+    const failed = await this.queues.queue(QueueName.Turns).getJobs(['failed'], 0, LIVE_JOBS_SCANNED - 1);
+    return new Map(
+      failed.flatMap((job) => {
+        const turnId = (job?.data as { turnId?: string } | undefined)?.turnId;
+        return turnId ? [[turnId, job.failedReason || 'the job failed'] as const] : [];
+      }),
+    );
   }
 
   /** The turns with a waiting, delayed or active job in `queue` (live jobs are few). */

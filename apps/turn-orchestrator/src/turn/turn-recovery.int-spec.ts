@@ -1,9 +1,11 @@
+import { Worker } from 'bullmq';
 import { QueueName } from '@portal/contracts';
-import { TurnEntity, TurnRepository } from '@portal/dal';
+import { ConversationRepository, PromptInputLoader, TurnEntity, TurnRepository } from '@portal/dal';
 import { checkTurn, type TextBlock } from '@portal/domain';
-import { QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
+import { JOB_OPTIONS, QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
 import { fakeError } from '@portal/testing';
-import { ORG, startHarness, type Harness } from '../../test/turn.harness';
+import { ORG, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
+import { RunTurnHandler } from './run-turn.handler';
 import { TurnHandedBackError } from './turn-runner.service';
 import { TurnReconciler } from './turn-reconciler.service';
 
@@ -35,23 +37,67 @@ describe('model errors', () => {
     expect((await h.usage(turnId)).filter((u) => u.kind === 'turn')).toHaveLength(1);
   });
 
-  it('fails with the reason once 5xx answers use up the retries', async () => {
+  it('cuts the turn off with the reason once 5xx answers use up the retries, keeping what it ran', async () => {
     const { turnId, conversationId } = await h.openTurn();
     const mark = h.fake.requests.length;
     h.waits.length = 0;
-    h.fake.enqueue(fakeError(500, 'Boom'), fakeError(502, 'Boom'), fakeError(500, 'Boom again'));
+    h.fake.enqueue(
+      { text: 'Looking it up.', toolCalls: [{ name: 'read_tool_result', arguments: { ref: 'tr_gone' } }] },
+      fakeError(500, 'Boom'),
+      fakeError(502, 'Boom'),
+      fakeError(500, 'Boom again'),
+    );
     await h.run(turnId);
-    expect(h.turnCalls(mark)).toHaveLength(3);
+    expect(h.turnCalls(mark)).toHaveLength(4);
     expect(h.waits).toHaveLength(2);
     const turn = await h.turn(turnId);
-    expect(turn).toMatchObject({ status: 'failed' });
+    expect(turn).toMatchObject({ status: 'cut_off' });
     expect(turn!.error).toMatch(/^model_error: HTTP 500 after 3 attempts: .*Boom again/);
+    expect((await h.blocks(turnId)).map((b) => b.kind)).toEqual(['text', 'text', 'tool_use', 'tool_result']);
     expect((await h.events(conversationId)).find((e) => e.type === 'turn_finished')).toEqual({
       type: 'turn_finished',
       turnId,
-      status: 'failed',
+      status: 'cut_off',
       error: turn!.error,
     });
+    await expectValid(turnId);
+
+    // The next turn's memory replays the cut-off turn's call and its result.
+    const next = await h.openTurn({ conversationId, text: 'Go on.' });
+    const before = h.fake.requests.length;
+    h.fake.enqueue('Going on.');
+    await h.run(next.turnId);
+    expect(transcriptOf(h.turnCalls(before)[0])).toContain('No tool result ref:tr_gone');
+  });
+
+  it('calls again when the model answers with neither text nor a tool call', async () => {
+    const { turnId } = await h.openTurn();
+    const mark = h.fake.requests.length;
+    const usage = (prompt_tokens: number) => ({ prompt_tokens, completion_tokens: 1 });
+    h.fake.enqueue(
+      { text: '', usage: usage(11) },
+      { reasoning: 'Thinking only.', usage: usage(12) },
+      { text: 'The real answer.', usage: usage(13) },
+    );
+    await h.run(turnId);
+    expect(h.turnCalls(mark)).toHaveLength(3);
+    expect(await h.turn(turnId)).toMatchObject({ status: 'completed', error: null, contextTokens: 13 });
+    // Each call the provider answered leaves its usage row, the empty ones too.
+    const rows = (await h.usage(turnId)).filter((u) => u.kind === 'turn');
+    expect(rows.map((u) => u.inputTokens)).toEqual([11, 12, 13]);
+    const texts = (await h.blocks(turnId)).flatMap((b) => (b.kind === 'text' ? [b.text] : []));
+    expect(texts).toEqual(['Hello?', 'The real answer.']);
+    await expectValid(turnId);
+  });
+
+  it('cuts the turn off, never completing it, when every reply is empty', async () => {
+    const { turnId } = await h.openTurn();
+    h.fake.enqueue({ text: '' }, { text: '' }, { text: '' });
+    await h.run(turnId);
+    const turn = await h.turn(turnId);
+    expect(turn).toMatchObject({ status: 'cut_off' });
+    expect(turn!.error).toMatch(/^model_error: empty reply after 3 attempts: .*neither text nor a tool call/);
+    expect((await h.blocks(turnId)).map((b) => b.kind)).toEqual(['text']);
     await expectValid(turnId);
   });
 
@@ -129,6 +175,66 @@ describe('shutdown and recovery', () => {
     expect(blocks.map((b) => (b as TextBlock).text)).toEqual(['Hello?', 'Finished elsewhere.']);
     expect((await h.usage(turnId)).filter((u) => u.kind === 'turn')).toHaveLength(1);
     expect((await h.turn(turnId))!.status).toBe('completed');
+  });
+
+  it('cuts a turn off, keeping what it wrote, when its job fails its last attempt; turn 1 is still named', async () => {
+    const { turnId, conversationId } = await h.openTurn();
+    // Postgres drops the connection on every attempt of this job.
+    const load = jest
+      .spyOn(h.app.get(PromptInputLoader), 'load')
+      .mockRejectedValue(new Error('Connection terminated unexpectedly'));
+    const handler = h.app.get(RunTurnHandler);
+    const attempt = (attemptsMade: number) =>
+      handler.handle(
+        { orgId: ORG, turnId },
+        { jobId: `run-turn:${turnId}:open`, attemptsMade, signal: new AbortController().signal },
+      );
+    try {
+      await expect(attempt(0)).rejects.toThrow('Connection terminated unexpectedly');
+      expect((await h.turn(turnId))!.status).toBe('running');
+      await expect(attempt(JOB_OPTIONS[QueueName.Turns].attempts! - 1)).rejects.toThrow();
+    } finally {
+      load.mockRestore();
+    }
+    expect(await h.turn(turnId)).toMatchObject({
+      status: 'cut_off',
+      error: 'out_of_attempts: Connection terminated unexpectedly',
+    });
+    expect((await h.blocks(turnId)).map((b) => b.kind)).toEqual(['text']);
+    expect((await h.events(conversationId)).find((e) => e.type === 'turn_finished')).toMatchObject({
+      status: 'cut_off',
+    });
+    expect((await new ConversationRepository(h.db.dataSource).get(ORG, conversationId))!.title).toBe(
+      'Test title',
+    );
+  });
+
+  it('the reconciler cuts off a stranded turn whose job ran out of attempts instead of running it again', async () => {
+    const { turnId } = await h.openTurn();
+    await new TurnRepository(h.db.dataSource).claim(ORG, turnId, 'dead-worker', -1000);
+    // Its workers died past BullMQ's stall limit: the job failed for good.
+    const connection = h.redis.duplicate({ maxRetriesPerRequest: null });
+    const prefix = queueKeyPrefix(h.config.prefix, QueueName.Turns);
+    const worker = new Worker(
+      QueueName.Turns,
+      () => Promise.reject(new Error('job stalled more than allowable limit')),
+      { connection, prefix },
+    );
+    const failed = new Promise((resolve) => worker.once('failed', resolve));
+    await h.app
+      .get(QueueService)
+      .queue(QueueName.Turns)
+      .add('run-turn', { orgId: ORG, turnId }, { jobId: `run-turn:${turnId}:open`, attempts: 1 });
+    await failed;
+    await worker.close();
+    connection.disconnect();
+
+    const enqueued = await h.app.get(TurnReconciler).reconcile({ idleMs: 0 });
+    expect(enqueued).not.toContain(turnId);
+    expect(await h.turn(turnId)).toMatchObject({
+      status: 'cut_off',
+      error: 'out_of_attempts: job stalled more than allowable limit',
+    });
   });
 
   it('the reconciler re-enqueues stranded turns once Redis lost their jobs, once, and a worker finishes them', async () => {

@@ -1,5 +1,6 @@
 import { ConversationRepository, SkillRepository, TurnRepository } from '@portal/dal';
 import { checkTurn } from '@portal/domain';
+import { fakeError } from '@portal/testing';
 import { addSkill, ORG, skill, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
 
 let h: Harness;
@@ -169,6 +170,35 @@ describe('the agent loop', () => {
     await expectValid(turnId);
   });
 
+  it('load_skill hands over only offered skills: a selectable draft or unbound skill is refused', async () => {
+    await addSkill(h, skill('secret-draft', { published: false }));
+    const selected = await addSkill(h, skill('chosen'));
+    await addSkill(h, skill('unbound'));
+    const { turnId } = await h.openTurn({
+      text: '/chosen go',
+      selectedSkillIds: [selected],
+      catalogueSkillIds: [factCheck],
+    });
+    h.fake.enqueue(
+      {
+        toolCalls: [
+          toolCall('load_skill', { slug: 'secret-draft' }),
+          toolCall('load_skill', { slug: 'unbound' }),
+          toolCall('load_skill', { slug: 'chosen' }),
+          toolCall('load_skill', { slug: 'fact-check' }),
+        ],
+      },
+      'Done.',
+    );
+    await h.run(turnId);
+    const results = (await h.blocks(turnId)).flatMap((b) => (b.kind === 'tool_result' ? [b] : []));
+    expect(results.map((r) => r.outcome)).toEqual(['error', 'error', 'ok', 'ok']);
+    expect(results[0].content).toMatch(/^No skill "secret-draft" is available to load/);
+    expect(results.map((r) => r.content).join('\n')).not.toContain('Instructions of secret-draft.');
+    expect(results[2].content).toContain('Instructions of chosen.');
+    await expectValid(turnId);
+  });
+
   it('runs several tool calls of one model call in order', async () => {
     const { turnId } = await h.openTurn({ catalogueSkillIds: [factCheck] });
     h.fake.enqueue(
@@ -327,6 +357,35 @@ describe('running a turn again', () => {
     await h.run(turnId);
     expect(await h.turn(turnId)).toMatchObject({ status: 'failed', error: 'skill_rejected: draft-skill' });
     expect(h.turnCalls(requests)).toHaveLength(0);
+  });
+
+  it('a turn resumed after a pause reads its selected skills again and fails once one is inactive', async () => {
+    const chosen = await addSkill(h, skill('resume-me'));
+    const { turnId } = await h.openTurn({ text: '/resume-me go', selectedSkillIds: [chosen] });
+    const mark = h.fake.requests.length;
+    h.fake.enqueue({ toolCalls: [toolCall('ask_clarification', { question: 'Which?' })] });
+    await h.run(turnId);
+    expect((await h.turn(turnId))!.status).toBe('paused');
+    expect(transcriptOf(h.turnCalls(mark)[0])).toContain('Instructions of resume-me.');
+
+    await new SkillRepository(h.db.dataSource).update(ORG, chosen, { status: 'inactive' });
+    const request = (await h.blocks(turnId)).at(-1)!;
+    await h.answer(turnId, request.id, { answer: 'That one.' });
+    const requests = h.fake.requests.length;
+    await h.run(turnId);
+    expect(await h.turn(turnId)).toMatchObject({ status: 'failed', error: 'skill_rejected: resume-me' });
+    expect(h.turnCalls(requests)).toHaveLength(0);
+  });
+
+  it('names turn 1 when its job is delivered again after the title was missed', async () => {
+    const { turnId, conversationId } = await h.openTurn({ text: 'Name me.' });
+    const conversations = new ConversationRepository(h.db.dataSource);
+    h.fake.enqueue('Named later.', fakeError(400, 'Title refused'));
+    await h.run(turnId);
+    expect((await conversations.get(ORG, conversationId))!.title).toBeNull();
+    await h.run(turnId);
+    expect((await conversations.get(ORG, conversationId))!.title).toBe('Test title');
+    expect((await h.usage(turnId)).map((u) => u.kind)).toEqual(['turn', 'summary']);
   });
 
   it('names only the first turn of a conversation, and never touches its context size', async () => {

@@ -145,14 +145,26 @@ export class TurnRunner {
     const found = await this.turns.get(orgId, turnId);
     if (!found || found.kind !== 'turn') return;
     addLogContext({ conversationId: found.conversationId });
-    // A settled turn's job delivered again (its worker died): what it never published goes out.
+    // A settled turn's job delivered again (its worker died): what it never published goes out,
+    // and turn 1 gets the title it may have missed.
     if (isTerminal(found.status)) {
       await this.resync.resync(orgId, found);
+      await this.titles.afterSettle(orgId, found);
       return;
     }
     // Nothing runs a paused turn; a cancel job settles it (a no-op without a cancel request).
-    if (found.status === 'paused') await this.store.cutOffPaused(orgId, turnId);
-    else return 'busy';
+    if (found.status !== 'paused') return 'busy';
+    const cut = await this.store.cutOffUnheld(orgId, turnId);
+    if (cut) await this.titles.afterSettle(orgId, cut);
+  }
+
+  /**
+   * The turn's job ran out of attempts (or stalled past them): like running out of retries, that
+   * cuts the turn off (SPEC 2), keeping what it wrote, with the reason in `error`.
+   */
+  async outOfAttempts({ orgId, turnId }: JobData<'run-turn'>, reason: string): Promise<void> {
+    const cut = await this.store.cutOffUnheld(orgId, turnId, `out_of_attempts: ${reason}`);
+    if (cut) await this.titles.afterSettle(orgId, cut);
   }
 
   /** `claimedMessageId`: the first call's message, fixed by the claim (`TurnRepository.claim`). */
@@ -212,12 +224,12 @@ export class TurnRunner {
     let prompt = assemblePrompt(input.assemble);
     if (await this.gate.beforeCall(held, input, prompt, signal))
       ({ input, prompt } = await this.reassemble(held));
-    let outcome = await this.send(input, prompt, signal);
+    let outcome = await this.send(held, input, prompt, signal);
     if (outcome.kind === 'overflow') {
       const failed = await this.gate.onOverflow(held, input, signal);
       if (failed !== null) return this.fail(held, failed);
       ({ input, prompt } = await this.reassemble(held));
-      outcome = await this.send(input, prompt, signal);
+      outcome = await this.send(held, input, prompt, signal);
       if (outcome.kind === 'overflow') return this.fail(held, 'context_overflow_after_compaction');
     }
     const used = usedCallIds(input.messages);
@@ -254,6 +266,10 @@ export class TurnRunner {
         });
         return 'settled';
       }
+      case 'out_of_retries':
+        // What the turn wrote and ran stays; memory replays it like any cut-off turn.
+        await this.store.transition(held, 'cut_off', { error: outcome.error });
+        return 'settled';
       case 'failed':
         return this.fail(held, outcome.error);
     }
@@ -265,7 +281,12 @@ export class TurnRunner {
     return { input, prompt: assemblePrompt(input.assemble) };
   }
 
-  private send(input: TurnPromptInput, prompt: AssembledPrompt, signal: AbortSignal): Promise<CallOutcome> {
+  private send(
+    held: HeldTurn,
+    input: TurnPromptInput,
+    prompt: AssembledPrompt,
+    signal: AbortSignal,
+  ): Promise<CallOutcome> {
     // Our chat types are structurally the SDK's; the cast only names them.
     const request = { messages: prompt.messages, tools: prompt.tools } as ChatRequest;
     const { orgId, reviewer } = input.agent;
@@ -273,6 +294,8 @@ export class TurnRunner {
       effort: input.turn.effort,
       signal,
       reviewer: reviewer === null ? null : { orgId, model: reviewer },
+      // A call the provider answered leaves a usage row even when it is retried (SPEC 2).
+      spent: (usage, ids) => this.store.recordUsage(held, turnUsage(held, input.model, usage, ids)),
     });
   }
 

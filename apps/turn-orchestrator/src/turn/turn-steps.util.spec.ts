@@ -113,12 +113,6 @@ describe('callBlocks', () => {
     ]);
   });
 
-  it('ends an empty answer on empty text, so the turn still ends on text', () => {
-    expect(callBlocks({ thinking: '', text: '', toolCalls: [] }, ids, { usedCallIds: none })).toEqual([
-      { id: 'tx', kind: 'text', text: '', narration: false, steering: false },
-    ]);
-  });
-
   it('renames a call id the turn already used', () => {
     const blocks = callBlocks(
       {

@@ -67,9 +67,9 @@ export interface CallBlockIds {
 }
 
 /**
- * The blocks one call leaves: its thinking, its text (narration when the call also used tools;
- * empty answer text when it wrote nothing, so a completed turn still ends on text), one tool use
- * per call. Call ids already used in the turn get a suffix (some providers number calls per
+ * The blocks one call leaves: its thinking, its text (narration when the call also used tools),
+ * one tool use per call. A call that wrote neither text nor a tool call never gets here
+ * (`EmptyReplyError`): nothing is made up to end a turn on text. Call ids already used in the turn get a suffix (some providers number calls per
  * response), so a result always answers exactly one call. A call cut off while it streamed keeps
  * its thinking and text as they stood, and no tool use (its arguments may be cut).
  */
@@ -81,7 +81,7 @@ export function callBlocks(
   const blocks: BlockDraft[] = [];
   if (output.thinking !== '') blocks.push({ id: ids.thinking, kind: 'thinking', text: output.thinking });
   const narration = output.toolCalls.length > 0;
-  if (output.text !== '' || (!narration && !opts.partial)) {
+  if (output.text !== '') {
     blocks.push({ id: ids.text, kind: 'text', text: output.text, narration, steering: false });
   }
   if (opts.partial) return blocks;

@@ -169,6 +169,14 @@ export class TurnStore {
     return 'done';
   }
 
+  /** The usage row (and `contextTokens`) of a call that leaves no block: an empty reply, retried. */
+  async recordUsage(held: HeldTurn, usage: Usage): Promise<void> {
+    await this.withHeld(held, (tx) =>
+      tx.turns.recordCall(held.orgId, held.turn.id, { messageId: null, blocks: [], usage }),
+    );
+    await this.events.publishAll(held.turn.conversationId, usageEvents(held.turn, usage));
+  }
+
   /** After an invariant violation: the turn fails with no further check (it cannot pass one). */
   async failLoudly(held: HeldTurn, error: string): Promise<void> {
     const failed = await new TurnRepository(this.dataSource).updateStatus(
@@ -187,16 +195,20 @@ export class TurnStore {
   }
 
   /**
-   * Cuts off a paused turn whose cancel was requested: its pending request gets a cancelled answer
-   * (a denial for an approval) so invariant 5 holds; its call stays unanswered. False when the
-   * turn is not (or no longer) paused with a cancel request.
+   * Cuts off a turn no worker holds: a paused one whose cancel was requested or, with `error` (its
+   * job ran out of attempts), a queued, running or paused one without a live lease. A pending
+   * request gets a cancelled answer (a denial for an approval) so invariant 5 holds; unanswered
+   * calls stay unanswered. Null when the turn is not (or no longer) such a turn.
    */
-  async cutOffPaused(orgId: string, turnId: string): Promise<boolean> {
+  async cutOffUnheld(orgId: string, turnId: string, error?: string): Promise<Turn | null> {
     const done = await this.dataSource.transaction(async (em) => {
       const turns = new TurnRepository(em);
       const blocks = new BlockRepository(em);
       const locked = await turns.lockForUpdate(orgId, turnId);
-      if (locked?.turn.status !== 'paused' || !locked.cancelRequested) return null;
+      if (!locked || locked.leaseLive) return null;
+      const { status } = locked.turn;
+      const due = error === undefined ? status === 'paused' && locked.cancelRequested : !isTerminal(status);
+      if (!due) return null;
       const messages = await blocks.listTurnMessages(orgId, turnId);
       const pending = messages.flatMap((m) => m.blocks).find(isPendingRequest);
       let answered: Block | null = null;
@@ -212,16 +224,16 @@ export class TurnStore {
         blocks: m.blocks.map((b) => (b.id === answered?.id ? answered : b)),
       }));
       assertInvariants({ turn: { ...locked.turn, status: 'cut_off' }, messages: settled });
-      await turns.updateStatus(orgId, turnId, 'cut_off', { from: ['paused'] });
+      await turns.updateStatus(orgId, turnId, 'cut_off', { from: [status], error: error ?? null });
       return { turn: locked.turn, answered };
     });
-    if (!done) return false;
+    if (!done) return null;
     this.metrics.turns.inc({ status: 'cut_off' });
     await this.events.publishAll(done.turn.conversationId, [
       ...blockEvents(done.turn, done.answered ? [done.answered] : []),
-      ...statusEvents(done.turn, 'cut_off'),
+      ...statusEvents(done.turn, 'cut_off', error),
     ]);
-    return true;
+    return done.turn;
   }
 
   /** `portal_turns_total` and, for a settled status, `portal_turn_duration_seconds`. */

@@ -31,9 +31,6 @@ export class TurnEntity {
   @Column({ name: 'context_tokens', type: 'integer', nullable: true })
   contextTokens!: number | null;
 
-  @Column({ name: 'selected_skill_ids', type: 'uuid', array: true })
-  selectedSkillIds!: string[];
-
   @Column({ name: 'catalogue_skill_ids', type: 'uuid', array: true })
   catalogueSkillIds!: string[];
 

@@ -2,6 +2,7 @@ import { InitialSchema1767225600000 } from './1767225600000-initial-schema';
 import { BlobsWithoutAttachmentFk1767312000000 } from './1767312000000-blobs-without-attachment-fk';
 import { PersonTextIndexes1767398400000 } from './1767398400000-person-text-indexes';
 import { PersonRequests1767484800000 } from './1767484800000-person-requests';
+import { SkillSelectTraceOnly1767571200000 } from './1767571200000-skill-select-trace-only';
 import { McpServers1796311824000 } from './1796311824000-mcp-servers';
 
 /** Every migration, oldest first. Hand-written; the schema is never synchronised from entities. */
@@ -10,5 +11,6 @@ export const MIGRATIONS = [
   BlobsWithoutAttachmentFk1767312000000,
   PersonTextIndexes1767398400000,
   PersonRequests1767484800000,
+  SkillSelectTraceOnly1767571200000,
   McpServers1796311824000,
 ];

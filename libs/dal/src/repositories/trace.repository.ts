@@ -4,22 +4,12 @@ import { TraceEntryEntity } from '../entities/trace-entry.entity';
 import { toTraceEntry } from '../mappers/records.mapper';
 import type { TraceEntry } from '../records.types';
 
+/** A turn's trace. Its SKILL_SELECT entry is written with the turn (`TurnRepository.createWithUserMessage`). */
 export class TraceRepository {
   private readonly em: EntityManager;
 
   constructor(db: Db) {
     this.em = managerOf(db);
-  }
-
-  /** The turn's one SKILL_SELECT entry; recording it again keeps the first. */
-  async addSkillSelect(orgId: string, turnId: string, skillIds: string[]): Promise<void> {
-    if (!isUuid(turnId)) return;
-    await this.em.query(
-      `INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids)
-       SELECT t.org_id, t.id, 'SKILL_SELECT', $3 FROM turns t WHERE t.org_id = $1 AND t.id = $2
-       ON CONFLICT (turn_id) WHERE kind = 'SKILL_SELECT' DO NOTHING`,
-      [orgId, turnId, skillIds],
-    );
   }
 
   async listForTurn(orgId: string, turnId: string): Promise<TraceEntry[]> {

@@ -17,22 +17,28 @@ export interface NewTurn {
   /** The person's text as typed (leading slugs included). */
   text: string;
   attachmentIds?: string[];
+  /** Recorded as the turn's SKILL_SELECT trace entry, written only when there are some. */
   selectedSkillIds?: string[];
   catalogueSkillIds?: string[];
-  /** Also records the turn's SKILL_SELECT trace entry (its selected skills). */
-  traceSkillSelect?: boolean;
 }
 
 const ACTIVE: TurnStatus[] = ['queued', 'running', 'paused'];
 
-/** A turn row's columns as `Turn` names them (raw queries on the hot paths skip the entity layer). */
+/**
+ * A turn row's columns as `Turn` names them (raw queries on the hot paths skip the entity layer).
+ * The selected skills are read from the turn's SKILL_SELECT trace entry, their one record (SPEC 6).
+ */
 const TURN_COLUMNS = `id, conversation_id AS "conversationId", n, kind, status, effort, model,
-  context_tokens AS "contextTokens", selected_skill_ids AS "selectedSkillIds",
+  context_tokens AS "contextTokens",
+  COALESCE((SELECT te.skill_ids FROM trace_entries te WHERE te.org_id = turns.org_id
+    AND te.turn_id = turns.id AND te.kind = 'SKILL_SELECT'), '{}') AS "selectedSkillIds",
   catalogue_skill_ids AS "catalogueSkillIds", error`;
 
 export interface LockedTurn {
   turn: Turn;
   leaseOwner: string | null;
+  /** A worker holds the turn and its lease has not lapsed. */
+  leaseLive: boolean;
   cancelRequested: boolean;
 }
 
@@ -94,8 +100,8 @@ export class TurnRepository {
 
   /**
    * Opens a `queued` turn numbered after the conversation's last one, with the person's message
-   * (one text block; in a regular turn, with its request: `PersonRequestRepository`) and, when
-   * asked, its SKILL_SELECT trace entry, in one statement. Null when the
+   * (one text block; in a regular turn, with its request: `PersonRequestRepository`) and, when it
+   * selected skills, its SKILL_SELECT trace entry, in one statement. Null when the
    * conversation is not the org's; throws DalError `turn_active` when the conversation already has
    * a queued, running or paused turn.
    */
@@ -143,8 +149,8 @@ export class TurnRepository {
            WHERE org_id = $1 AND id = $2 RETURNING last_turn_n AS n),
          turn AS (
            INSERT INTO turns (id, org_id, conversation_id, n, kind, status, effort, model,
-             selected_skill_ids, catalogue_skill_ids)
-           SELECT $3, $1, $2, n, $4, 'queued', $5, $6, $7, $8 FROM bumped RETURNING n),
+             catalogue_skill_ids)
+           SELECT $3, $1, $2, n, $4, 'queued', $5, $6, $8 FROM bumped RETURNING n),
          message AS (
            INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
            SELECT $9, $1, $2, $3, 1, 'user', $10 FROM turn),
@@ -153,10 +159,10 @@ export class TurnRepository {
            SELECT $11, $1, $2, $3, n, $9, 1, 'text', $12 FROM turn),
          trace AS (
            INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids)
-           SELECT $1, $3, 'SKILL_SELECT', $7 FROM turn WHERE $13),
+           SELECT $1, $3, 'SKILL_SELECT', $7::uuid[] FROM turn WHERE cardinality($7::uuid[]) > 0),
          request AS (
            INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
-           SELECT $9, $1, $2, n, 1, $14, $15 FROM turn WHERE $15::int IS NOT NULL)
+           SELECT $9, $1, $2, n, 1, $13, $14 FROM turn WHERE $14::int IS NOT NULL)
          SELECT n FROM turn`,
         [
           orgId,
@@ -171,7 +177,6 @@ export class TurnRepository {
           message.attachmentIds,
           block.id,
           JSON.stringify({ text: block.text, narration: false, steering: false }),
-          input.traceSkillSelect ?? false,
           request?.text ?? null,
           request?.tokens ?? null,
         ],
@@ -401,15 +406,16 @@ export class TurnRepository {
    */
   async lockForUpdate(orgId: string, turnId: string): Promise<LockedTurn | null> {
     if (!isUuid(turnId)) return null;
-    const [row] = await queryPrepared<Turn & { leaseOwner: string | null; cancelRequested: boolean }>(
+    const [row] = await queryPrepared<Turn & Omit<LockedTurn, 'turn'>>(
       this.em,
-      `SELECT ${TURN_COLUMNS}, lease_owner AS "leaseOwner", cancel_requested_at IS NOT NULL AS "cancelRequested"
+      `SELECT ${TURN_COLUMNS}, lease_owner AS "leaseOwner", cancel_requested_at IS NOT NULL AS "cancelRequested",
+         COALESCE(lease_owner IS NOT NULL AND lease_expires_at > now(), false) AS "leaseLive"
        FROM turns WHERE org_id = $1 AND id = $2 FOR UPDATE`,
       [orgId, turnId],
     );
     if (!row) return null;
-    const { leaseOwner, cancelRequested, ...turn } = row;
-    return { turn, leaseOwner, cancelRequested };
+    const { leaseOwner, leaseLive, cancelRequested, ...turn } = row;
+    return { turn, leaseOwner, leaseLive, cancelRequested };
   }
 
   /**
@@ -443,7 +449,8 @@ export class TurnRepository {
   }
 
   /**
-   * Turns nobody works on: `queued`, or `running` without a live lease, unchanged for `idleMs`.
+   * Turns nobody works on: `queued`, `running` without a live lease, or `paused` with a cancel
+   * request (its cancel job settles it), unchanged for `idleMs`.
    * Across orgs, like `UserRepository.findByApiKey`: the reconciler acts for every tenant and
    * re-reads each turn with its org id. Reads the partial index of open turns.
    */
@@ -451,7 +458,8 @@ export class TurnRepository {
     return this.em.query(
       `SELECT org_id AS "orgId", id AS "turnId" FROM turns
        WHERE status IN ('queued', 'running', 'paused')
-         AND (status = 'queued' OR (status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now())))
+         AND (status = 'queued' OR (status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now()))
+           OR (status = 'paused' AND cancel_requested_at IS NOT NULL))
          AND updated_at < now() - $1 * interval '1 millisecond'
        ORDER BY updated_at LIMIT $2`,
       [opts.idleMs, opts.limit],
