@@ -285,9 +285,13 @@ describe('manual /compact through the compact handler', () => {
       'compaction_finished',
       'block_finished',
       'usage',
+      'turn_state',
       'turn_finished',
     ]);
-    expect(seen.at(-1)).toEqual({ type: 'turn_finished', turnId: turn.id, status: 'completed' });
+    expect(seen.slice(-2)).toEqual([
+      { type: 'turn_state', turnId: turn.id, status: 'completed' },
+      { type: 'turn_finished', turnId: turn.id, status: 'completed' },
+    ]);
     expect(seen[5]).toMatchObject({ block: { id: block.id, kind: 'compaction' } });
   });
 
@@ -311,12 +315,10 @@ describe('manual /compact through the compact handler', () => {
     );
     expect((await blocks().listTurnMessages(ORG, turn.id)).map((m) => m.role)).toEqual(['user']);
     expect(await new UsageRepository(db.dataSource).listForTurn(ORG, turn.id)).toEqual([]);
-    expect((await eventTypes(id)).at(-1)).toEqual({
-      type: 'turn_finished',
-      turnId: turn.id,
-      status: 'failed',
-      error: turn.error,
-    });
+    expect((await eventTypes(id)).slice(-2)).toEqual([
+      { type: 'turn_state', turnId: turn.id, status: 'failed' },
+      { type: 'turn_finished', turnId: turn.id, status: 'failed', error: turn.error },
+    ]);
   });
 
   it('is idempotent: a run again after the block was written settles without a second call or block', async () => {

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { UnrecoverableError } from 'bullmq';
-import { QueueName, type JobData, type PortalEvent } from '@portal/contracts';
+import { QueueName, turnStatusEvents, type JobData, type PortalEvent } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
@@ -46,7 +46,7 @@ import { addLogContext, JOB_OPTIONS, type ConversationEvents, type JobContext } 
 
 export interface CompactionServiceDeps {
   db: Db;
-  events: Pick<ConversationEvents, 'publish'>;
+  events: Pick<ConversationEvents, 'publish' | 'publishAll'>;
   models: Pick<ModelClientFactory, 'streamChat'>;
   catalogue: readonly ModelEntry[];
   limits: Limits;
@@ -142,9 +142,9 @@ export class CompactionService {
     if (isTerminal(turn.status)) return;
     const turns = new TurnRepository(this.deps.db);
     const owner = `compaction-worker:${context.jobId}`;
-    if (!(await turns.claim(data.orgId, turn.id, owner, this.leaseMs))) return; // another worker has it
-    if (turn.status === 'queued')
-      await this.publish(turn, { type: 'turn_state', turnId: turn.id, status: 'running' });
+    const claimed = await turns.claim(data.orgId, turn.id, owner, this.leaseMs);
+    if (!claimed) return; // another worker has it
+    if (claimed.from === 'queued') await this.publishAll(turn, turnStatusEvents(turn.id, 'running'));
     const renew = setInterval(
       () => void turns.renewLease(data.orgId, turn.id, owner, this.leaseMs).catch(() => undefined),
       this.leaseMs / 3,
@@ -334,7 +334,7 @@ export class CompactionService {
     const settled = await new TurnRepository(this.deps.db).updateStatus(orgId, turn.id, 'completed', {
       from: ['running'],
     });
-    if (settled) await this.publish(turn, { type: 'turn_finished', turnId: turn.id, status: 'completed' });
+    if (settled) await this.publishAll(turn, turnStatusEvents(turn.id, 'completed'));
   }
 
   private async fail(turn: Turn, orgId: string, why: string): Promise<void> {
@@ -343,7 +343,7 @@ export class CompactionService {
       error,
       from: ['queued', 'running'],
     });
-    if (failed) await this.publish(turn, { type: 'turn_finished', turnId: turn.id, status: 'failed', error });
+    if (failed) await this.publishAll(turn, turnStatusEvents(turn.id, 'failed', error));
   }
 
   private attempts(): number {
@@ -352,5 +352,9 @@ export class CompactionService {
 
   private async publish(turn: Turn, event: PortalEvent): Promise<void> {
     await this.deps.events.publish(turn.conversationId, event);
+  }
+
+  private async publishAll(turn: Turn, events: PortalEvent[]): Promise<void> {
+    await this.deps.events.publishAll(turn.conversationId, events);
   }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { PortalEvent } from '@portal/contracts';
+import { turnStatusEvents, type PortalEvent } from '@portal/contracts';
 import { BlockRepository, TurnRepository, UsageRepository, type UsageRow } from '@portal/dal';
 import {
   appendBlock,
@@ -164,7 +164,7 @@ export class TurnStore {
     this.observeSettled(held, outcome.settled);
     await this.events.publishAll(turn.conversationId, [
       ...events,
-      ...statusEvents(turn, outcome.settled, opts.error),
+      ...turnStatusEvents(turn.id, outcome.settled, opts.error),
     ]);
     return 'done';
   }
@@ -182,7 +182,7 @@ export class TurnStore {
     );
     if (failed) {
       this.observeSettled(held, 'failed');
-      await this.events.publishAll(held.turn.conversationId, statusEvents(held.turn, 'failed', error));
+      await this.events.publishAll(held.turn.conversationId, turnStatusEvents(held.turn.id, 'failed', error));
     }
   }
 
@@ -219,7 +219,7 @@ export class TurnStore {
     this.metrics.turns.inc({ status: 'cut_off' });
     await this.events.publishAll(done.turn.conversationId, [
       ...blockEvents(done.turn, done.answered ? [done.answered] : []),
-      ...statusEvents(done.turn, 'cut_off'),
+      ...turnStatusEvents(done.turn.id, 'cut_off'),
     ]);
     return true;
   }
@@ -296,10 +296,4 @@ function usageEvents(turn: Turn, usage: Usage | undefined): PortalEvent[] {
   if (!usage) return [];
   const { turnId: _t, callKey: _k, ...row } = usage;
   return [{ type: 'usage', turnId: turn.id, row }];
-}
-
-function statusEvents(turn: Turn, status: TurnStatus, error?: string): PortalEvent[] {
-  const state: PortalEvent = { type: 'turn_state', turnId: turn.id, status };
-  if (!isTerminal(status)) return [state];
-  return [state, { type: 'turn_finished', turnId: turn.id, status, ...(error !== undefined && { error }) }];
 }
