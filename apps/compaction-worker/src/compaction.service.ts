@@ -18,6 +18,7 @@ import {
 } from '@portal/dal';
 import {
   checkTurn,
+  DomainError,
   isTerminal,
   type Block,
   type CompactionBlock,
@@ -128,10 +129,7 @@ export class CompactionService {
     await this.publish(turn, { type: 'compaction_started', turnId: turn.id });
     const { summary, usage } = await this.summarise(turn, data, context);
     const block = { ...summary, id: compactionBlockId(turn.id, data.requestId) };
-    const result = await new CompactionRepository(this.deps.db).appendOnce(data.orgId, turn.id, [block], {
-      status: 'running',
-      usage: usage && { ...usage, callKey: data.requestId },
-    });
+    const result = await this.write(turn, data, [block], usage);
     if (!result)
       throw new UnrecoverableError(`Turn ${turn.id} stopped running before its summary was written`);
     if (result.written) await this.announce(turn, result.blocks, usage);
@@ -160,12 +158,8 @@ export class CompactionService {
           narration: false,
           steering: false,
         };
-        const result = await new CompactionRepository(this.deps.db).appendOnce(
-          data.orgId,
-          turn.id,
-          [{ ...summary, id: compactionBlockId(turn.id, data.requestId) }, line],
-          { status: 'running', usage: usage && { ...usage, callKey: data.requestId } },
-        );
+        const block = { ...summary, id: compactionBlockId(turn.id, data.requestId) };
+        const result = await this.write(turn, data, [block, line], usage);
         if (!result) return; // settled meanwhile (cancelled)
         if (result.written) await this.announce(turn, result.blocks, usage);
       }
@@ -176,6 +170,22 @@ export class CompactionService {
       throw err;
     } finally {
       clearInterval(renew);
+    }
+  }
+
+  /**
+   * Writes the blocks once, with the usage row, while the turn runs; every block is checked on
+   * append (SPEC 8), and a violation fails the job for good, since a run again would break it again.
+   */
+  private async write(turn: Turn, data: JobInput, blocks: KeyedBlock[], usage: UsageRow | null) {
+    try {
+      return await new CompactionRepository(this.deps.db).appendOnce(data.orgId, turn.id, blocks, {
+        status: 'running',
+        usage: usage && { ...usage, callKey: data.requestId },
+      });
+    } catch (err) {
+      if (!(err instanceof DomainError && err.code === 'invariant_violated')) throw err;
+      throw new UnrecoverableError(`invariant_violated: ${err.message}`);
     }
   }
 

@@ -1,9 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { turnStatusEvents, type PortalEvent } from '@portal/contracts';
-import { BlockRepository, TurnRepository, UsageRepository, type UsageRow } from '@portal/dal';
 import {
-  appendBlock,
-  assertAppend,
+  BlockRepository,
+  placeBlocks,
+  TurnRepository,
+  UsageRepository,
+  type PlacedBlocks,
+  type UsageRow,
+} from '@portal/dal';
+import {
   assertInvariants,
   isPendingRequest,
   isTerminal,
@@ -11,7 +16,6 @@ import {
   type Message,
   type Turn,
   type TurnStatus,
-  type TurnTranscript,
 } from '@portal/domain';
 import { priceUsage, type ModelEntry, type TokenUsage } from '@portal/model';
 import { ConversationEvents, PortalMetrics } from '@portal/queue';
@@ -107,7 +111,7 @@ export class TurnStore {
 
   /**
    * Appends blocks after the turn's last block: to `messageId`, or to the last message when it is
-   * the assistant's, else to a new assistant message. Every block passes `assertAppend` first.
+   * the assistant's, else to a new assistant message. Every block passes `placeBlocks` first.
    * With `usage`, the call's usage row and `contextTokens` are written in the same transaction.
    */
   async append(
@@ -118,7 +122,7 @@ export class TurnStore {
     const { orgId, turn } = held;
     const blocks = await this.withHeld(held, async (tx) => {
       const placed = await this.place(tx, held, drafts, opts.messageId);
-      return tx.turns.recordCall(orgId, turn.id, { ...placed, usage: opts.usage });
+      return tx.turns.recordCall(orgId, turn.id, { placed, usage: opts.usage });
     });
     await this.events.publishAll(turn.conversationId, [
       ...blockEvents(turn, blocks),
@@ -143,13 +147,14 @@ export class TurnStore {
     const outcome = await this.withHeld(held, async (tx) => {
       const placed = opts.drafts?.length
         ? await this.place(tx, held, opts.drafts, opts.messageId)
-        : { messageId: null, blocks: [], messages: tx.messages };
-      const record = { messageId: placed.messageId, blocks: placed.blocks, usage: opts.usage };
-      if (status === 'completed' && placed.messages.at(-1)?.role === 'user') {
+        : undefined;
+      const messages = placed?.messages ?? tx.messages;
+      const record = { placed, usage: opts.usage };
+      if (status === 'completed' && messages.at(-1)?.role === 'user') {
         return { blocks: await tx.turns.recordCall(orgId, turn.id, record), settled: null };
       }
       const settled = status === 'completed' && tx.cancelRequested ? 'cut_off' : status;
-      assertInvariants({ turn: { ...turn, status: settled }, messages: placed.messages });
+      assertInvariants({ turn: { ...turn, status: settled }, messages });
       const blocks = await tx.turns.recordCall(orgId, turn.id, {
         ...record,
         status: { to: settled, from: ['running'], error: opts.error ?? null },
@@ -265,26 +270,19 @@ export class TurnStore {
 
   /**
    * Where `drafts` go: to `messageId`, or to the assistant message (`assistantMessage`), at the
-   * positions after the turn's last block, each passing `assertAppend`. Writes no block.
+   * positions after the turn's last block, each checked by `placeBlocks`. Writes no block.
    */
   private async place(
     tx: Tx,
     held: HeldTurn,
     drafts: BlockDraft[],
     messageId?: string,
-  ): Promise<{ messageId: string; blocks: Block[]; messages: Message[] }> {
+  ): Promise<PlacedBlocks> {
     const message = messageId
       ? tx.messages.find((m) => m.id === messageId)
       : await this.assistantMessage(tx, held);
     if (!message) throw new Error(`message ${messageId} is not a message of turn ${held.turn.id}`);
-    let next = Math.max(0, ...tx.messages.flatMap((m) => m.blocks.map((b) => b.seq))) + 1;
-    const blocks = drafts.map((d) => ({ ...d, seq: next++ }) as Block);
-    let transcript: TurnTranscript = { turn: held.turn, messages: tx.messages };
-    for (const block of blocks) {
-      assertAppend(transcript, message, block);
-      transcript = appendBlock(transcript, message, block);
-    }
-    return { messageId: message.id, blocks, messages: transcript.messages };
+    return placeBlocks(held.turn, tx.messages, message, drafts);
   }
 }
 

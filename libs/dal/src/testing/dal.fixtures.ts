@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Block, Turn, TurnKind, TurnStatus } from '@portal/domain';
 import type { DataSource, Logger } from 'typeorm';
 import { AgentRepository } from '../repositories/agent.repository';
@@ -52,13 +51,7 @@ export async function settledTurn(
   });
   if (!created) throw new Error('no turn');
   if (opts.blocks?.length) {
-    const blocks = new BlockRepository(ds);
-    const message = await blocks.addMessage(orgId, created.turn.id, 'assistant', { seq: 2 });
-    await blocks.appendBlocks(
-      orgId,
-      message!.id,
-      opts.blocks.map((b, i) => ({ ...b, id: randomUUID(), seq: i + 2 }) as Block),
-    );
+    await new BlockRepository(ds).append(orgId, created.turn.id, opts.blocks);
   }
   const status = opts.status ?? 'completed';
   const settled = await turns.updateStatus(orgId, created.turn.id, status);
