@@ -160,8 +160,7 @@ async function addTurn(
   await turns().claim(ORG, turn.id, 'orchestrator', 60_000);
   const written = await assistant(turn.id);
   if (written.length > 0) {
-    const message = await blocks().addMessage(ORG, turn.id, 'assistant', { seq: 2 });
-    await blocks().appendNext(ORG, message!.id, written);
+    await blocks().append(ORG, turn.id, written);
   }
   if (status !== 'running') await turns().updateStatus(ORG, turn.id, status);
   return (await turns().get(ORG, turn.id))!;
@@ -186,6 +185,20 @@ async function twoTurns(conversationId: string): Promise<{ ref: string }> {
   });
   await addTurn(conversationId, '/market-research Compare it with Q2.', () => [text('Q2 was $3.9M.')]);
   return { ref };
+}
+
+/** Two turns and a `/compact` turn after them, queued but not enqueued: the test runs its job. */
+async function compactionTurn(): Promise<Turn> {
+  const id = await conversation();
+  await twoTurns(id);
+  const { turn } = (await turns().createWithUserMessage(ORG, {
+    conversationId: id,
+    kind: 'compaction',
+    effort: 'low',
+    model: MODEL.id,
+    text: '/compact',
+  }))!;
+  return turn;
 }
 
 async function finished(jobId: string): Promise<void> {
@@ -285,9 +298,13 @@ describe('manual /compact through the compact handler', () => {
       'compaction_finished',
       'block_finished',
       'usage',
+      'turn_state',
       'turn_finished',
     ]);
-    expect(seen.at(-1)).toEqual({ type: 'turn_finished', turnId: turn.id, status: 'completed' });
+    expect(seen.slice(-2)).toEqual([
+      { type: 'turn_state', turnId: turn.id, status: 'completed' },
+      { type: 'turn_finished', turnId: turn.id, status: 'completed' },
+    ]);
     expect(seen[5]).toMatchObject({ block: { id: block.id, kind: 'compaction' } });
   });
 
@@ -311,24 +328,14 @@ describe('manual /compact through the compact handler', () => {
     );
     expect((await blocks().listTurnMessages(ORG, turn.id)).map((m) => m.role)).toEqual(['user']);
     expect(await new UsageRepository(db.dataSource).listForTurn(ORG, turn.id)).toEqual([]);
-    expect((await eventTypes(id)).at(-1)).toEqual({
-      type: 'turn_finished',
-      turnId: turn.id,
-      status: 'failed',
-      error: turn.error,
-    });
+    expect((await eventTypes(id)).slice(-2)).toEqual([
+      { type: 'turn_state', turnId: turn.id, status: 'failed' },
+      { type: 'turn_finished', turnId: turn.id, status: 'failed', error: turn.error },
+    ]);
   });
 
   it('is idempotent: a run again after the block was written settles without a second call or block', async () => {
-    const id = await conversation();
-    await twoTurns(id);
-    const { turn } = (await turns().createWithUserMessage(ORG, {
-      conversationId: id,
-      kind: 'compaction',
-      effort: 'low',
-      model: MODEL.id,
-      text: '/compact',
-    }))!;
+    const turn = await compactionTurn();
     const data: JobData<'compact'> = {
       orgId: ORG,
       turnId: turn.id,
@@ -354,6 +361,46 @@ describe('manual /compact through the compact handler', () => {
     const kinds = (await blocks().listTurnMessages(ORG, turn.id)).flatMap((m) => m.blocks.map((b) => b.kind));
     expect(kinds).toEqual(['text', 'compaction', 'text']);
     expect(await new UsageRepository(db.dataSource).listForTurn(ORG, turn.id)).toHaveLength(1);
+  });
+});
+
+describe('the block rules on append (SPEC 8)', () => {
+  const pending: NewBlock = {
+    kind: 'clarification_request',
+    callId: 'c1',
+    question: 'Which year?',
+    options: [],
+    answer: null,
+  };
+  const kindsOf = async (turnId: string) =>
+    (await blocks().listTurnMessages(ORG, turnId)).flatMap((m) => m.blocks.map((b) => b.kind));
+
+  it('MANUAL: a block that breaks a rule is refused, nothing written, the turn failed invariant_violated', async () => {
+    const turn = await compactionTurn();
+    // A pending request, which only the last block of a turn may be (invariant 5).
+    await blocks().append(ORG, turn.id, [pending]);
+    fake.enqueue('Summary of turns 1–2\n\n## Requests\n- Turn 1: Find the Q3 revenue in the report.');
+    const data: JobData<'compact'> = { orgId: ORG, turnId: turn.id, trigger: 'MANUAL', requestId: 'manual' };
+
+    await expect(app.get(CompactHandler).handle(data, context())).rejects.toThrow(/^invariant_violated: /);
+    const failed = (await turns().get(ORG, turn.id))!;
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/^invariant_violated: .*must be the last block of the turn/);
+    expect(await kindsOf(turn.id)).toEqual(['text', 'clarification_request']);
+    expect(await new UsageRepository(db.dataSource).listForTurn(ORG, turn.id)).toEqual([]);
+  });
+
+  it('AUTO: a block that breaks a rule is refused and nothing is written', async () => {
+    const id = await conversation();
+    await twoTurns(id);
+    const running = await addTurn(id, 'Which year?', () => [pending], 'running');
+    fake.enqueue('Summary of turns 1–3\n\n## Requests\n- Turn 1: Find the Q3 revenue in the report.');
+
+    await expect(client.compact(ORG, running.id, { requestId: 'auto-bad' })).rejects.toThrow(
+      /invariant_violated/,
+    );
+    expect(await kindsOf(running.id)).toEqual(['text', 'clarification_request']);
+    expect(await new UsageRepository(db.dataSource).listForTurn(ORG, running.id)).toEqual([]);
   });
 });
 

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { UnrecoverableError } from 'bullmq';
-import { QueueName, type JobData, type PortalEvent } from '@portal/contracts';
+import { QueueName, turnStatusEvents, type JobData, type PortalEvent } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
@@ -18,6 +18,7 @@ import {
 } from '@portal/dal';
 import {
   checkTurn,
+  DomainError,
   isTerminal,
   type Block,
   type CompactionBlock,
@@ -46,7 +47,7 @@ import { addLogContext, JOB_OPTIONS, type ConversationEvents, type JobContext } 
 
 export interface CompactionServiceDeps {
   db: Db;
-  events: Pick<ConversationEvents, 'publish'>;
+  events: Pick<ConversationEvents, 'publish' | 'publishAll'>;
   models: Pick<ModelClientFactory, 'streamChat'>;
   catalogue: readonly ModelEntry[];
   limits: Limits;
@@ -128,10 +129,7 @@ export class CompactionService {
     await this.publish(turn, { type: 'compaction_started', turnId: turn.id });
     const { summary, usage } = await this.summarise(turn, data, context);
     const block = { ...summary, id: compactionBlockId(turn.id, data.requestId) };
-    const result = await new CompactionRepository(this.deps.db).appendOnce(data.orgId, turn.id, [block], {
-      status: 'running',
-      usage: usage && { ...usage, callKey: data.requestId },
-    });
+    const result = await this.write(turn, data, [block], usage);
     if (!result)
       throw new UnrecoverableError(`Turn ${turn.id} stopped running before its summary was written`);
     if (result.written) await this.announce(turn, result.blocks, usage);
@@ -142,9 +140,9 @@ export class CompactionService {
     if (isTerminal(turn.status)) return;
     const turns = new TurnRepository(this.deps.db);
     const owner = `compaction-worker:${context.jobId}`;
-    if (!(await turns.claim(data.orgId, turn.id, owner, this.leaseMs))) return; // another worker has it
-    if (turn.status === 'queued')
-      await this.publish(turn, { type: 'turn_state', turnId: turn.id, status: 'running' });
+    const claimed = await turns.claim(data.orgId, turn.id, owner, this.leaseMs);
+    if (!claimed) return; // another worker has it
+    if (claimed.from === 'queued') await this.publishAll(turn, turnStatusEvents(turn.id, 'running'));
     const renew = setInterval(
       () => void turns.renewLease(data.orgId, turn.id, owner, this.leaseMs).catch(() => undefined),
       this.leaseMs / 3,
@@ -160,12 +158,8 @@ export class CompactionService {
           narration: false,
           steering: false,
         };
-        const result = await new CompactionRepository(this.deps.db).appendOnce(
-          data.orgId,
-          turn.id,
-          [{ ...summary, id: compactionBlockId(turn.id, data.requestId) }, line],
-          { status: 'running', usage: usage && { ...usage, callKey: data.requestId } },
-        );
+        const block = { ...summary, id: compactionBlockId(turn.id, data.requestId) };
+        const result = await this.write(turn, data, [block, line], usage);
         if (!result) return; // settled meanwhile (cancelled)
         if (result.written) await this.announce(turn, result.blocks, usage);
       }
@@ -176,6 +170,22 @@ export class CompactionService {
       throw err;
     } finally {
       clearInterval(renew);
+    }
+  }
+
+  /**
+   * Writes the blocks once, with the usage row, while the turn runs; every block is checked on
+   * append (SPEC 8), and a violation fails the job for good, since a run again would break it again.
+   */
+  private async write(turn: Turn, data: JobInput, blocks: KeyedBlock[], usage: UsageRow | null) {
+    try {
+      return await new CompactionRepository(this.deps.db).appendOnce(data.orgId, turn.id, blocks, {
+        status: 'running',
+        usage: usage && { ...usage, callKey: data.requestId },
+      });
+    } catch (err) {
+      if (!(err instanceof DomainError && err.code === 'invariant_violated')) throw err;
+      throw new UnrecoverableError(`invariant_violated: ${err.message}`);
     }
   }
 
@@ -334,7 +344,7 @@ export class CompactionService {
     const settled = await new TurnRepository(this.deps.db).updateStatus(orgId, turn.id, 'completed', {
       from: ['running'],
     });
-    if (settled) await this.publish(turn, { type: 'turn_finished', turnId: turn.id, status: 'completed' });
+    if (settled) await this.publishAll(turn, turnStatusEvents(turn.id, 'completed'));
   }
 
   private async fail(turn: Turn, orgId: string, why: string): Promise<void> {
@@ -343,7 +353,7 @@ export class CompactionService {
       error,
       from: ['queued', 'running'],
     });
-    if (failed) await this.publish(turn, { type: 'turn_finished', turnId: turn.id, status: 'failed', error });
+    if (failed) await this.publishAll(turn, turnStatusEvents(turn.id, 'failed', error));
   }
 
   private attempts(): number {
@@ -352,5 +362,9 @@ export class CompactionService {
 
   private async publish(turn: Turn, event: PortalEvent): Promise<void> {
     await this.deps.events.publish(turn.conversationId, event);
+  }
+
+  private async publishAll(turn: Turn, events: PortalEvent[]): Promise<void> {
+    await this.deps.events.publishAll(turn.conversationId, events);
   }
 }

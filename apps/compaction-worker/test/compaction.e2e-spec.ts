@@ -161,6 +161,9 @@ describe('compaction end to end', () => {
     const finished = await chat.event(turnId, 'compaction_finished');
     expect(finished.data.block).toMatchObject({ kind: 'compaction', trigger: 'MANUAL' });
     expect((await chat.finished(turnId)).data.status).toBe('completed');
+    // People get the summary without references on the stream too (SPEC 5.2).
+    expect(finished.data.block.summary).toMatch(/^Summary of turns 1–1/);
+    expect(finished.data.block.summary).not.toContain('ref:');
 
     // The summary call offered no tools, and the transcript shows the summary without references.
     const summaryCall = requestsOf('manual').find(isSummaryRequest);
@@ -184,6 +187,25 @@ describe('compaction end to end', () => {
     expect(text(memory[0].content)).toMatch(SUMMARY_NOTE);
     expect(text(memory[0].content)).toMatch(/ref:[A-Za-z0-9_-]+/);
     expect(JSON.stringify(memory)).not.toContain('Context summarised');
+  });
+
+  it('a /compact turn streams the turn events any turn does: started, each state, finished', async () => {
+    const chat = await conversation('lifecycle', () => 'Noted.');
+    expect((await chat.run(`Note the figures ${tag('lifecycle')}`)).finish.status).toBe('completed');
+    const turnId = await chat.open('/compact');
+    await chat.finished(turnId);
+    const lifecycle = chat.events
+      .ofTurn(turnId)
+      .map((e) => e.data)
+      .filter((d) => ['turn_started', 'turn_state', 'turn_finished'].includes(d.type))
+      .map((d) => (d.status ? `${d.type} ${d.status}` : d.type));
+    expect(lifecycle).toEqual([
+      'turn_started',
+      'turn_state queued',
+      'turn_state running',
+      'turn_state completed',
+      'turn_finished completed',
+    ]);
   });
 
   it('refuses /compact with 409 compact_refused: turn open, nothing written, attachments', async () => {

@@ -245,12 +245,11 @@ export async function pauseWithRequest(
   orgId = 'acme',
 ): Promise<Block> {
   const blocks = new BlockRepository(gw.db.dataSource);
-  const message = await blocks.addMessage(orgId, turnId, 'assistant');
   const request =
     kind === 'clarification_request'
       ? { kind, callId: 'c1', question: 'Which year?', options: ['2024', '2025'], answer: null }
       : { kind, callId: 'c1', name: 'lookup', arguments: '{}', approved: null, note: null };
-  const [block] = await blocks.appendNext(orgId, message!.id, [request]);
+  const [block] = (await blocks.append(orgId, turnId, [request]))!.blocks;
   await setStatus(gw, turnId, 'paused', orgId);
   return block;
 }

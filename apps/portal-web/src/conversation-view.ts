@@ -1,3 +1,4 @@
+import { SCREEN_LIMITS } from '@portal/prompt';
 import type { Api, AttachmentManifest } from './api';
 import * as draw from './blocks';
 import { h } from './dom';
@@ -18,8 +19,6 @@ export interface ViewHooks {
   /** A turn's status changed (the composer shows Cancel, refuses what it must). */
   onTurn(turn: TurnModel, settled: boolean): void;
 }
-
-const CLOCK_AFTER_MS = 3000;
 
 /**
  * Draws a transcript and keeps it in step with its changes. Elements are kept by message key and
@@ -170,7 +169,7 @@ export class ConversationView {
     const since = performance.now();
     const timer = window.setInterval(() => {
       const elapsed = performance.now() - since;
-      if (elapsed < CLOCK_AFTER_MS) return;
+      if (elapsed < SCREEN_LIMITS.COMPACTION_CLOCK_AFTER_MS) return;
       const s = Math.floor(elapsed / 1000);
       clock.hidden = false;
       clock.textContent = `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;

@@ -202,8 +202,9 @@ export async function startHarness(
       throw new Error('the event never came');
     },
     async steer(turnId, text) {
-      const message = await blocks.addMessage(ORG, turnId, 'user');
-      await blocks.appendNext(ORG, message!.id, [{ kind: 'text', text, narration: false, steering: true }]);
+      await blocks.append(ORG, turnId, [{ kind: 'text', text, narration: false, steering: true }], {
+        into: 'user',
+      });
     },
     async answer(turnId, blockId, answer) {
       await ds.transaction(async (em) => {

@@ -1,4 +1,4 @@
-import type { AttachmentManifest, Block, TurnStatus } from '@portal/domain';
+import { isTerminal, type AttachmentManifest, type Block, type TurnStatus } from '@portal/domain';
 
 /** Server-Sent Events of a conversation (API.md "Events"). The stream id is the SSE `id:`. */
 export type PortalEvent =
@@ -16,6 +16,13 @@ export type PortalEvent =
   | { type: 'attachment_progress'; turnId?: undefined; attachment: AttachmentManifest };
 
 export type PortalEventType = PortalEvent['type'];
+
+/** What any turn publishes when its status changes: `turn_state`, then `turn_finished` once settled. */
+export function turnStatusEvents(turnId: string, status: TurnStatus, error?: string): PortalEvent[] {
+  const state: PortalEvent = { type: 'turn_state', turnId, status };
+  if (!isTerminal(status)) return [state];
+  return [state, { type: 'turn_finished', turnId, status, ...(error !== undefined && { error }) }];
+}
 
 export interface UsageRowDto {
   kind: 'turn' | 'compaction' | 'summary' | 'review';

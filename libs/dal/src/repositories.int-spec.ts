@@ -3,7 +3,8 @@ import type { Block, TextBlock } from '@portal/domain';
 import type { DataSource } from 'typeorm';
 import { AgentRepository } from './repositories/agent.repository';
 import { AttachmentRepository } from './repositories/attachment.repository';
-import { BlockRepository } from './repositories/block.repository';
+import { BlockRepository, placeBlocks } from './repositories/block.repository';
+import type { NewBlock } from './mappers/block.mapper';
 import { ConversationRepository } from './repositories/conversation.repository';
 import { OrgRepository } from './repositories/org.repository';
 import { SkillRepository } from './repositories/skill.repository';
@@ -30,10 +31,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.drop();
 });
-
-function text(seq: number, value: string): TextBlock {
-  return { id: randomUUID(), seq, kind: 'text', text: value, narration: false, steering: false };
-}
 
 async function openTurn(orgId = ACME, conversationId?: string) {
   const id = conversationId ?? (await newConversation(ds, orgId));
@@ -356,61 +353,55 @@ describe('TurnRepository', () => {
 
 describe('BlockRepository', () => {
   const blocks = () => new BlockRepository(ds);
+  const use: NewBlock = { kind: 'tool_use', callId: 'c1', name: 'search', arguments: '{"query":"Q3"}' };
+  const result: NewBlock = { kind: 'tool_result', callId: 'c1', outcome: 'ok', content: 'found', ref: null };
+  const request: NewBlock = {
+    kind: 'clarification_request',
+    callId: 'c9',
+    question: 'Which year?',
+    options: ['2023', '2024'],
+    answer: null,
+  };
+  const compaction = (summary: string, from: number): NewBlock =>
+    ({ kind: 'compaction', summary, trigger: 'MANUAL', coversTurns: { from, to: 2 } }) as NewBlock;
+  const steering = (t: string): NewBlock => ({ kind: 'text', text: t, narration: false, steering: true });
 
-  it('appends blocks idempotently by (turn, seq) and lists them in order', async () => {
+  it('appends after the last block into the assistant message, once per block id, and lists them in order', async () => {
     const { turn, message: userMessage } = await openTurn();
-    const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant', { seq: 2 }))!;
-    expect((await blocks().addMessage(ACME, turn.id, 'assistant', { seq: 2 }))?.id).toBe(assistant.id);
-    const use: Block = {
-      id: randomUUID(),
-      seq: 2,
-      kind: 'tool_use',
-      callId: 'c1',
-      name: 'search_attachments',
-      arguments: '{"query":"Q3"}',
-    };
-    const result: Block = {
-      id: randomUUID(),
-      seq: 3,
-      kind: 'tool_result',
-      callId: 'c1',
-      outcome: 'ok',
-      content: 'found',
-      ref: null,
-    };
-    const final = text(4, 'Q3 was $4.2M.');
-    await blocks().appendBlocks(ACME, assistant.id, [use, result]);
-    expect(await blocks().appendBlocks(ACME, assistant.id, [use, result, final])).toEqual([
-      use,
-      result,
-      final,
+    const drafts = [use, result, answer('Q3 was $4.2M.')].map((d) => ({ ...d, id: randomUUID() }));
+    const first = (await blocks().append(ACME, turn.id, drafts))!;
+    expect(first.written).toBe(true);
+    expect(first.blocks.map((b) => [b.seq, b.kind])).toEqual([
+      [2, 'tool_use'],
+      [3, 'tool_result'],
+      [4, 'text'],
     ]);
+    const again = (await blocks().append(ACME, turn.id, drafts))!;
+    expect(again).toEqual({ ...first, written: false });
     const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM blocks WHERE turn_id = $1`, [turn.id]);
     expect(n).toBe(4);
-    expect(await blocks().listTurnMessages(ACME, turn.id)).toEqual([
-      userMessage,
-      { ...assistant, blocks: [use, result, final] },
-    ]);
+    expect(await blocks().listTurnMessages(ACME, turn.id)).toEqual([userMessage, first.message]);
+    expect(first.message).toMatchObject({ role: 'assistant', blocks: first.blocks });
   });
 
-  it('refuses a position that holds another block', async () => {
+  it('refuses a position that another writer took in between', async () => {
     const { turn } = await openTurn();
     const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant'))!;
-    await blocks().appendBlocks(ACME, assistant.id, [text(2, 'a')]);
-    await expect(blocks().appendBlocks(ACME, assistant.id, [text(2, 'b')])).rejects.toMatchObject({
-      code: 'block_conflict',
-    });
+    const { turn: locked, messages } = (await blocks().lockTurnMessages(ACME, turn.id))!;
+    const mine = placeBlocks(locked, messages, assistant, [answer('a')]);
+    const theirs = placeBlocks(locked, messages, assistant, [answer('b')]);
+    expect(await blocks().appendBlocks(ACME, mine)).toEqual(mine.blocks);
+    expect(await blocks().appendBlocks(ACME, mine)).toEqual(mine.blocks);
+    await expect(blocks().appendBlocks(ACME, theirs)).rejects.toMatchObject({ code: 'block_conflict' });
   });
 
-  it('appends after the last block for writers that do not number the turn (steering)', async () => {
+  it('appends a steering message after the last block, in a new user message', async () => {
     const { turn } = await openTurn();
-    const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant'))!;
-    await blocks().appendBlocks(ACME, assistant.id, [text(2, 'working')]);
-    const steering = (await blocks().addMessage(ACME, turn.id, 'user'))!;
-    const [added] = await blocks().appendNext(ACME, steering.id, [
-      { kind: 'text', text: 'also Q4', narration: false, steering: true },
+    await blocks().append(ACME, turn.id, [
+      { kind: 'text', text: 'working', narration: true, steering: false },
     ]);
-    expect(added).toMatchObject({ seq: 3, steering: true });
+    const added = (await blocks().append(ACME, turn.id, [steering('also Q4')], { into: 'user' }))!;
+    expect(added.blocks[0]).toMatchObject({ seq: 3, steering: true });
     const messages = await blocks().listTurnMessages(ACME, turn.id);
     expect(messages.map((m) => [m.role, m.blocks.map((b) => b.seq)])).toEqual([
       ['user', [1]],
@@ -419,30 +410,47 @@ describe('BlockRepository', () => {
     ]);
   });
 
+  // SPEC 8: the rules are checked on every append; a violation is an error and nothing is written.
+  it.each<[string, NewBlock[], 'user' | 'assistant', string]>([
+    ['a steering block of a non-text kind', [use], 'user', 'block_in_wrong_role'],
+    ['steering text in an assistant message', [steering('stop')], 'assistant', 'block_in_wrong_role'],
+    ['a compaction block with an empty summary', [compaction('  ', 1)], 'assistant', 'compaction_invalid'],
+    [
+      'a compaction block not covering from turn 1',
+      [compaction('Summary of turns 2–2', 2)],
+      'assistant',
+      'compaction_invalid',
+    ],
+    ['a tool result without its tool use', [result], 'assistant', 'tool_result_without_use'],
+    ['a block after a pending request', [request, answer('more')], 'assistant', 'request_not_last'],
+  ])('refuses %s, writing nothing', async (_name, drafts, into, code) => {
+    const { turn } = await openTurn();
+    const before = await blocks().listTurnMessages(ACME, turn.id);
+    const appending = blocks().append(ACME, turn.id, drafts, { into });
+    await expect(appending).rejects.toMatchObject({
+      code: 'invariant_violated',
+      details: { violations: [expect.objectContaining({ code })] },
+    });
+    expect(await blocks().listTurnMessages(ACME, turn.id)).toEqual(before);
+  });
+
   it('updates a block and finds it by id', async () => {
     const { turn } = await openTurn();
-    const assistant = (await blocks().addMessage(ACME, turn.id, 'assistant'))!;
-    const request: Block = {
-      id: randomUUID(),
-      seq: 2,
-      kind: 'clarification_request',
-      callId: 'c9',
-      question: 'Which year?',
-      options: ['2023', '2024'],
-      answer: null,
-    };
-    await blocks().appendBlocks(ACME, assistant.id, [request]);
-    expect(await blocks().updateBlock(ACME, { ...request, answer: '2024' })).toEqual({
-      ...request,
+    const {
+      blocks: [asked],
+      message: assistant,
+    } = (await blocks().append(ACME, turn.id, [request]))!;
+    expect(await blocks().updateBlock(ACME, { ...asked, answer: '2024' } as Block)).toEqual({
+      ...asked,
       answer: '2024',
     });
-    expect(await blocks().getBlock(ACME, request.id)).toEqual({
+    expect(await blocks().getBlock(ACME, asked.id)).toEqual({
       turnId: turn.id,
       messageId: assistant.id,
-      block: { ...request, answer: '2024' },
+      block: { ...asked, answer: '2024' },
     });
-    expect(await blocks().updateBlock(GLOBEX, { ...request, answer: 'x' })).toBeNull();
-    expect(await blocks().getBlock(GLOBEX, request.id)).toBeNull();
+    expect(await blocks().updateBlock(GLOBEX, { ...asked, answer: 'x' } as Block)).toBeNull();
+    expect(await blocks().getBlock(GLOBEX, asked.id)).toBeNull();
   });
 
   it('lists a conversation’s transcript in turn order', async () => {
@@ -457,12 +465,9 @@ describe('BlockRepository', () => {
   it('reads and writes nothing across orgs', async () => {
     const { turn, message } = await openTurn();
     expect(await blocks().addMessage(GLOBEX, turn.id, 'assistant')).toBeNull();
-    await expect(blocks().appendBlocks(GLOBEX, message.id, [text(5, 'x')])).rejects.toMatchObject({
-      code: 'not_found',
-    });
-    await expect(blocks().appendNext(GLOBEX, message.id, [answer('x')])).rejects.toMatchObject({
-      code: 'not_found',
-    });
+    expect(await blocks().append(GLOBEX, turn.id, [answer('x')])).toBeNull();
+    const placed = placeBlocks(turn, [message], message, [steering('x')]);
+    await expect(blocks().appendBlocks(GLOBEX, placed)).rejects.toMatchObject({ code: 'not_found' });
     expect(await blocks().listTurnMessages(GLOBEX, turn.id)).toEqual([]);
     expect(await blocks().listTurnMessages(ACME, turn.id)).toEqual([message]);
   });

@@ -8,7 +8,6 @@ import {
   personRequest,
   personRequests,
   quoteRequests,
-  SHORTENED_REQUEST_CHARS,
   summaryForPeople,
   summaryHeading,
   summaryPromptBudget,
@@ -287,7 +286,7 @@ describe('requests verbatim, bounded to SUMMARY_REQUESTS_SHARE of the context wi
       expect(q.quoted).toMatch(
         new RegExp(`\\[shortened; whole request: turn ${q.turnN}, message m${q.turnN}\\]$`),
       );
-      expect(q.quoted.length).toBeLessThan(SHORTENED_REQUEST_CHARS + 60);
+      expect(q.quoted.length).toBeLessThan(limits.SHORTENED_REQUEST_CHARS + 60);
       // Its start, or the reference alone once even that no longer fits.
       const [start] = q.quoted.split(' … ');
       expect(q.text.startsWith(start) || start.startsWith('[shortened;')).toBe(true);
@@ -295,6 +294,17 @@ describe('requests verbatim, bounded to SUMMARY_REQUESTS_SHARE of the context wi
     expect(quoted[3].quoted.startsWith('Request 4: word0')).toBe(true);
     const used = quoted.reduce((sum, q) => sum + counter.count(q.quoted), 0);
     expect(used).toBeLessThanOrEqual(limits.SUMMARY_REQUESTS_SHARE * contextWindow);
+  });
+
+  it('cuts a shortened request to SHORTENED_REQUEST_CHARS of the limits it is given', () => {
+    const requests = [1, 2, 3].map((n) => req(n, 150));
+    const each = Math.max(...requests.map((r) => counter.count(r.text)));
+    const contextWindow = Math.ceil((2.5 * each) / limits.SUMMARY_REQUESTS_SHARE);
+    const shortStart = (l: typeof limits) =>
+      quoteRequests(requests, contextWindow, l, counter)[0].quoted.split(' … ')[0];
+    expect(shortStart(limits)).toBe(requests[0].text.slice(0, limits.SHORTENED_REQUEST_CHARS).trim());
+    const tighter = resolveLimits({ ...limits, SHORTENED_REQUEST_CHARS: 50 });
+    expect(shortStart(tighter)).toBe(requests[0].text.slice(0, 50).trim());
   });
 
   it('never keeps an old request whole once a newer one was shortened', () => {

@@ -18,9 +18,6 @@ import { projectTokens, sharedTokenCounter, textTokens, type TokenCounter } from
 /** The summary's sections, in order, with their English headings. */
 export const SUMMARY_SECTIONS = ['Requests', 'Decisions', 'Work done', 'Open work', 'Facts'] as const;
 
-/** Characters an old request keeps once the requests section is past its share of the window. */
-export const SHORTENED_REQUEST_CHARS = 200;
-
 /** The line every summary opens with: the turns it covers, always from turn 1. */
 export function summaryHeading(to: number): string {
   return `Summary of turns 1–${to}`;
@@ -240,13 +237,14 @@ export function quoteRequests(
   limits: Limits,
   counter: TokenCounter = sharedTokenCounter,
 ): QuotedRequest[] {
-  return quote(requests, requestsShare(contextWindow, limits), counter).requests;
+  return quote(requests, requestsShare(contextWindow, limits), limits, counter).requests;
 }
 
 /** quoteRequests within `share` tokens, with the tokens of the share left. */
 function quote(
   requests: readonly PersonRequest[],
   share: number,
+  limits: Limits,
   counter: TokenCounter,
 ): { requests: QuotedRequest[]; shareLeft: number } {
   let left = share;
@@ -263,7 +261,7 @@ function quote(
       continue;
     }
     shortening = true;
-    const start = cutChars(r.text, SHORTENED_REQUEST_CHARS).trim();
+    const start = cutChars(r.text, limits.SHORTENED_REQUEST_CHARS).trim();
     const short = `${start} … ${requestRef(r)}`;
     const quoted = cost(r, short) <= left ? short : requestRef(r);
     const tokens = cost(r, quoted);
@@ -291,7 +289,7 @@ function requestsOf(
 ): { requests: QuotedRequest[]; leftOut: TurnRange | null; shareLeft: number } {
   const asked = h.people.filter((r) => r.text !== '');
   const share = requestsShare(input.contextWindow, input.limits);
-  const { requests, shareLeft } = quote(asked, share, counter);
+  const { requests, shareLeft } = quote(asked, share, input.limits, counter);
   const newestLeftOut = asked.at(-requests.length - 1);
   return {
     requests,

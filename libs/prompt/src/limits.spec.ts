@@ -1,5 +1,5 @@
 import { ConfigError } from '@portal/contracts';
-import { DEFAULT_LIMITS, limitsFromEnv, resolveLimits } from './limits';
+import { DEFAULT_LIMITS, limitsFromEnv, resolveLimits, SCREEN_LIMITS } from './limits';
 
 describe('limits', () => {
   it('holds every number of the spec', () => {
@@ -20,6 +20,16 @@ describe('limits', () => {
       SUMMARY_OUTPUT_SHARE: 0.25,
       SUMMARY_LANGUAGE_PARAGRAPHS: 8,
       SUMMARY_PARAGRAPH_CHARS: 400,
+      SHORTENED_REQUEST_CHARS: 200,
+    });
+  });
+
+  it('holds the screen numbers of section 9: 0.6 s behind, 40 characters a second, 300 ms, clock after 3 s', () => {
+    expect(SCREEN_LIMITS).toEqual({
+      PLAYOUT_LAG_MS: 600,
+      PLAYOUT_MIN_CHARS_PER_SECOND: 40,
+      PLAYOUT_EASE_MS: 300,
+      COMPACTION_CLOCK_AFTER_MS: 3000,
     });
   });
 

@@ -37,6 +37,23 @@ export const DEFAULT_LIMITS = {
   SUMMARY_LANGUAGE_PARAGRAPHS: 8,
   /** Characters each quoted paragraph is cut to (section 5.2). */
   SUMMARY_PARAGRAPH_CHARS: 400,
+  /** Characters an old request keeps once the requests section is past its share (section 5.2). */
+  SHORTENED_REQUEST_CHARS: 200,
+} as const;
+
+/**
+ * The numbers of the web client's screen (section 9). The browser reads no configuration, so
+ * these are fixed, not overridable like DEFAULT_LIMITS.
+ */
+export const SCREEN_LIMITS = {
+  /** Live text plays out about this far behind what has arrived. */
+  PLAYOUT_LAG_MS: 600,
+  /** Live text never plays out slower than this while anything is waiting. */
+  PLAYOUT_MIN_CHARS_PER_SECOND: 40,
+  /** The playout speed eases toward its target over about this long. */
+  PLAYOUT_EASE_MS: 300,
+  /** The "Summarising conversation" divider shows a clock once the summary takes this long. */
+  COMPACTION_CLOCK_AFTER_MS: 3000,
 } as const;
 
 export type LimitName = keyof typeof DEFAULT_LIMITS;

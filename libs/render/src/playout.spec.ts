@@ -1,5 +1,8 @@
+import { SCREEN_LIMITS } from '@portal/prompt';
 import { splitGraphemes } from './graphemes';
-import { createPlayout, PLAYOUT_LAG_MS, PLAYOUT_MIN_CHARS_PER_SECOND, type Playout } from './playout';
+import { createPlayout, type Playout } from './playout';
+
+const { PLAYOUT_LAG_MS, PLAYOUT_MIN_CHARS_PER_SECOND } = SCREEN_LIMITS;
 
 /** A fake clock the playout reads; tests move it by hand. */
 function fakeClock(start = 0) {

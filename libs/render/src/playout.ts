@@ -1,9 +1,11 @@
+import { SCREEN_LIMITS } from '@portal/prompt';
 import { createGraphemeBuffer } from './graphemes';
 
 /**
- * SPEC 9, "Live text": streamed text is played out a character (grapheme cluster) at a time about
- * 0.6 s behind what has arrived, never slower than 40 characters a second; the speed eases toward
- * its target over about 300 ms; what is left when the stream ends plays out rather than jumping in.
+ * SPEC 9, "Live text": streamed text is played out a character (grapheme cluster) at a time
+ * `PLAYOUT_LAG_MS` behind what has arrived, never slower than `PLAYOUT_MIN_CHARS_PER_SECOND`; the
+ * speed eases toward its target over `PLAYOUT_EASE_MS` (SCREEN_LIMITS); what is left when the
+ * stream ends plays out rather than jumping in.
  *
  * The pacing: the target speed is the one that would show everything that has arrived within
  * `lagMs` (backlog / lag). A stream arriving at a steady rate r keeps a backlog of r × lag, so the
@@ -12,10 +14,6 @@ import { createGraphemeBuffer } from './graphemes';
  * time constant is a third of `easeMs` (95 % of the way after `easeMs`). While anything is waiting
  * the speed never falls below `minCharsPerSecond`.
  */
-export const PLAYOUT_LAG_MS = 600;
-export const PLAYOUT_MIN_CHARS_PER_SECOND = 40;
-export const PLAYOUT_EASE_MS = 300;
-
 export interface PlayoutOptions {
   /** The clock (milliseconds): `performance.now` in a browser, a fake one in tests. */
   now: () => number;
@@ -48,9 +46,9 @@ export interface Playout {
 
 export function createPlayout(options: PlayoutOptions): Playout {
   const clock = options.now;
-  const lagSeconds = (options.lagMs ?? PLAYOUT_LAG_MS) / 1000;
-  const floor = options.minCharsPerSecond ?? PLAYOUT_MIN_CHARS_PER_SECOND;
-  const tau = (options.easeMs ?? PLAYOUT_EASE_MS) / 3 / 1000;
+  const lagSeconds = (options.lagMs ?? SCREEN_LIMITS.PLAYOUT_LAG_MS) / 1000;
+  const floor = options.minCharsPerSecond ?? SCREEN_LIMITS.PLAYOUT_MIN_CHARS_PER_SECOND;
+  const tau = (options.easeMs ?? SCREEN_LIMITS.PLAYOUT_EASE_MS) / 3 / 1000;
 
   const buffer = createGraphemeBuffer();
   let shown = 0; // clusters revealed

@@ -69,7 +69,7 @@ describe('conversations', () => {
       },
       { id: randomUUID(), seq: 3, kind: 'text', text: 'Checked.', narration: false, steering: false },
     ];
-    await blocks.appendBlocks('acme', message!.id, answer);
+    await blocks.append('acme', turnId, answer, { messageId: message!.id });
     await setStatus(gw, turnId, 'completed');
 
     const res = await gw.call('GET', `/v1/conversations/${id}/messages`);

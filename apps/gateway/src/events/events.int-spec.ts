@@ -100,6 +100,28 @@ describe('GET /v1/conversations/:id/events', () => {
     expect(texts(fromA)).toEqual(['delta 1', 'delta 2', 'delta 3']);
   });
 
+  it('sends compaction_finished with the summary without its references, as the transcript shows it', async () => {
+    const conversationId = await newConversation(gw);
+    const sse = await open(gw, conversationId);
+    const summary =
+      'Summary of turns 1–2\n## Facts\n- The invoice total is 420 EUR (ref:tr_9f2) ref:tr_7a1\n';
+    const block = {
+      id: randomUUID(),
+      seq: 2,
+      kind: 'compaction' as const,
+      summary,
+      trigger: 'AUTO' as const,
+      coversTurns: { from: 1, to: 2 },
+    };
+    await events.publish(conversationId, { type: 'compaction_finished', turnId: 't', block });
+    const [received] = await sse.take(1);
+    const shown = (received.data as Extract<PortalEvent, { type: 'compaction_finished' }>).block;
+    expect(shown).toEqual({
+      ...block,
+      summary: 'Summary of turns 1–2\n## Facts\n- The invoice total is 420 EUR\n',
+    });
+  });
+
   it("answers another user's or a missing conversation 404, a bad event id 400, no key 401", async () => {
     const conversationId = await newConversation(gw, 'alice');
     for (const [as, id] of [

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ConversationEvents } from '@portal/queue';
+import { eventView } from '../conversations/transcript.util';
 import { MetricsService } from '../metrics/metrics.service';
 
 export const HEARTBEAT_MS = 15_000;
@@ -57,7 +58,9 @@ export class SseService implements OnModuleDestroy {
       try {
         // One write per read of the stream, however many events it returned.
         for await (const batch of this.events.follow(conversationId, afterId, abort.signal)) {
-          const text = batch.map(({ id, event }) => `id: ${id}\ndata: ${JSON.stringify(event)}\n\n`).join('');
+          const text = batch
+            .map(({ id, event }) => `id: ${id}\ndata: ${JSON.stringify(eventView(event))}\n\n`)
+            .join('');
           if (!res.write(text)) await once(res, 'drain', { signal: abort.signal });
         }
       } catch (err) {

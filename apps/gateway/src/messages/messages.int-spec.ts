@@ -319,9 +319,7 @@ describe('a message while a turn is open', () => {
     await setStatus(gw, turnId, 'running');
 
     const res = await sendWhileLocked(conversationId, turnId, 'also this', async (em) => {
-      const blocks = new BlockRepository(em);
-      const message = await blocks.addMessage('acme', turnId, 'assistant');
-      await blocks.appendNext('acme', message!.id, [
+      await new BlockRepository(em).append('acme', turnId, [
         { kind: 'clarification_request', callId: 'c1', question: 'Which year?', options: [], answer: null },
       ]);
       await new TurnRepository(em).updateStatus('acme', turnId, 'paused');
@@ -351,6 +349,23 @@ describe('a message while a turn is open', () => {
     expect((await blocks.listTurnMessages('acme', res.body.turnId))[0].blocks).toEqual([
       expect.objectContaining({ text: 'next question', steering: false }),
     ]);
+  });
+
+  it('refuses a steering message the block rules forbid (SPEC 8): a 500, recording nothing', async () => {
+    const conversationId = await newConversation(gw);
+    const turnId = await openTurn(gw, conversationId, 'first');
+    // A running turn whose last block is a pending request: nothing may follow it (invariant 5).
+    await pauseWithRequest(gw, turnId, 'clarification_request');
+    await setStatus(gw, turnId, 'running');
+    const before = await counts(gw);
+
+    const res = await send(gw, conversationId, { text: 'also this' });
+    // invariant_violated is a server fault, which the API answers as 500 `internal`, leaking nothing.
+    expect(res.status).toBe(500);
+    expect(res.body.error.code).toBe('internal');
+    expect(await counts(gw)).toEqual(before);
+    const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
   it('refuses a plain message while the turn is paused with 409 turn_paused, recording nothing', async () => {
@@ -428,8 +443,7 @@ describe('/compact', () => {
 
     // The compaction worker writes the summary and settles the turn.
     const blocks = new BlockRepository(gw.db.dataSource);
-    const message = await blocks.addMessage('acme', turnId, 'assistant');
-    await blocks.appendNext('acme', message!.id, [
+    await blocks.append('acme', turnId, [
       {
         kind: 'compaction',
         summary: 'Summary of turns 1–1',

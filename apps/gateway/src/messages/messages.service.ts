@@ -115,14 +115,15 @@ export class MessagesService {
       if (turn?.status !== 'queued' && turn?.status !== 'running') return null;
       const manifests = await this.checks.attachmentsOf(caller, conversation.id, body.attachmentIds);
       this.checks.vision(turn.model, manifests);
-      const blocks = new BlockRepository(em);
-      const message = await blocks.addMessage(caller.orgId, turn.id, 'user', {
-        attachmentIds: body.attachmentIds,
-      });
-      if (!message) throw new RaceLost();
-      const [steering] = await blocks.appendNext(caller.orgId, message.id, [
-        { kind: 'text', text: body.text, narration: false, steering: true },
-      ]);
+      const appended = await new BlockRepository(em).append(
+        caller.orgId,
+        turn.id,
+        [{ kind: 'text', text: body.text, narration: false, steering: true }],
+        { into: 'user', attachmentIds: body.attachmentIds },
+      );
+      if (!appended) throw new RaceLost();
+      const { message, blocks } = appended;
+      const steering = blocks[0];
       await new PersonRequestRepository(em).record(caller.orgId, {
         conversationId: conversation.id,
         turnN: turn.n,

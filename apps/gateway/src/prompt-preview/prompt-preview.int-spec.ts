@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { BlockRepository } from '@portal/dal';
 import {
   newConversation,
@@ -28,9 +27,8 @@ describe('GET /v1/conversations/:id/prompt-preview', () => {
 
     const turnId = await openTurn(gw, conversationId, 'What is the capital of France?');
     const blocks = new BlockRepository(gw.db.dataSource);
-    const message = await blocks.addMessage('acme', turnId, 'assistant');
-    await blocks.appendBlocks('acme', message!.id, [
-      { id: randomUUID(), seq: 2, kind: 'text', text: 'Paris.', narration: false, steering: false },
+    await blocks.append('acme', turnId, [
+      { kind: 'text', text: 'Paris.', narration: false, steering: false },
     ]);
     await setStatus(gw, turnId, 'completed');
 

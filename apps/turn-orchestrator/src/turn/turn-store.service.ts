@@ -1,9 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { PortalEvent } from '@portal/contracts';
-import { BlockRepository, TurnRepository, UsageRepository, type UsageRow } from '@portal/dal';
+import { turnStatusEvents, type PortalEvent } from '@portal/contracts';
 import {
-  appendBlock,
-  assertAppend,
+  BlockRepository,
+  placeBlocks,
+  TurnRepository,
+  UsageRepository,
+  type PlacedBlocks,
+  type UsageRow,
+} from '@portal/dal';
+import {
   assertInvariants,
   isPendingRequest,
   isTerminal,
@@ -11,7 +16,6 @@ import {
   type Message,
   type Turn,
   type TurnStatus,
-  type TurnTranscript,
 } from '@portal/domain';
 import { priceUsage, type ModelEntry, type TokenUsage } from '@portal/model';
 import { ConversationEvents, PortalMetrics } from '@portal/queue';
@@ -107,7 +111,7 @@ export class TurnStore {
 
   /**
    * Appends blocks after the turn's last block: to `messageId`, or to the last message when it is
-   * the assistant's, else to a new assistant message. Every block passes `assertAppend` first.
+   * the assistant's, else to a new assistant message. Every block passes `placeBlocks` first.
    * With `usage`, the call's usage row and `contextTokens` are written in the same transaction.
    */
   async append(
@@ -118,7 +122,7 @@ export class TurnStore {
     const { orgId, turn } = held;
     const blocks = await this.withHeld(held, async (tx) => {
       const placed = await this.place(tx, held, drafts, opts.messageId);
-      return tx.turns.recordCall(orgId, turn.id, { ...placed, usage: opts.usage });
+      return tx.turns.recordCall(orgId, turn.id, { placed, usage: opts.usage });
     });
     await this.events.publishAll(turn.conversationId, [
       ...blockEvents(turn, blocks),
@@ -143,13 +147,14 @@ export class TurnStore {
     const outcome = await this.withHeld(held, async (tx) => {
       const placed = opts.drafts?.length
         ? await this.place(tx, held, opts.drafts, opts.messageId)
-        : { messageId: null, blocks: [], messages: tx.messages };
-      const record = { messageId: placed.messageId, blocks: placed.blocks, usage: opts.usage };
-      if (status === 'completed' && placed.messages.at(-1)?.role === 'user') {
+        : undefined;
+      const messages = placed?.messages ?? tx.messages;
+      const record = { placed, usage: opts.usage };
+      if (status === 'completed' && messages.at(-1)?.role === 'user') {
         return { blocks: await tx.turns.recordCall(orgId, turn.id, record), settled: null };
       }
       const settled = status === 'completed' && tx.cancelRequested ? 'cut_off' : status;
-      assertInvariants({ turn: { ...turn, status: settled }, messages: placed.messages });
+      assertInvariants({ turn: { ...turn, status: settled }, messages });
       const blocks = await tx.turns.recordCall(orgId, turn.id, {
         ...record,
         status: { to: settled, from: ['running'], error: opts.error ?? null },
@@ -164,16 +169,14 @@ export class TurnStore {
     this.observeSettled(held, outcome.settled);
     await this.events.publishAll(turn.conversationId, [
       ...events,
-      ...statusEvents(turn, outcome.settled, opts.error),
+      ...turnStatusEvents(turn.id, outcome.settled, opts.error),
     ]);
     return 'done';
   }
 
   /** The usage row (and `contextTokens`) of a call that leaves no block: an empty reply, retried. */
   async recordUsage(held: HeldTurn, usage: Usage): Promise<void> {
-    await this.withHeld(held, (tx) =>
-      tx.turns.recordCall(held.orgId, held.turn.id, { messageId: null, blocks: [], usage }),
-    );
+    await this.withHeld(held, (tx) => tx.turns.recordCall(held.orgId, held.turn.id, { usage }));
     await this.events.publishAll(held.turn.conversationId, usageEvents(held.turn, usage));
   }
 
@@ -190,7 +193,7 @@ export class TurnStore {
     );
     if (failed) {
       this.observeSettled(held, 'failed');
-      await this.events.publishAll(held.turn.conversationId, statusEvents(held.turn, 'failed', error));
+      await this.events.publishAll(held.turn.conversationId, turnStatusEvents(held.turn.id, 'failed', error));
     }
   }
 
@@ -231,7 +234,7 @@ export class TurnStore {
     this.metrics.turns.inc({ status: 'cut_off' });
     await this.events.publishAll(done.turn.conversationId, [
       ...blockEvents(done.turn, done.answered ? [done.answered] : []),
-      ...statusEvents(done.turn, 'cut_off', error),
+      ...turnStatusEvents(done.turn.id, 'cut_off', error),
     ]);
     return done.turn;
   }
@@ -277,26 +280,19 @@ export class TurnStore {
 
   /**
    * Where `drafts` go: to `messageId`, or to the assistant message (`assistantMessage`), at the
-   * positions after the turn's last block, each passing `assertAppend`. Writes no block.
+   * positions after the turn's last block, each checked by `placeBlocks`. Writes no block.
    */
   private async place(
     tx: Tx,
     held: HeldTurn,
     drafts: BlockDraft[],
     messageId?: string,
-  ): Promise<{ messageId: string; blocks: Block[]; messages: Message[] }> {
+  ): Promise<PlacedBlocks> {
     const message = messageId
       ? tx.messages.find((m) => m.id === messageId)
       : await this.assistantMessage(tx, held);
     if (!message) throw new Error(`message ${messageId} is not a message of turn ${held.turn.id}`);
-    let next = Math.max(0, ...tx.messages.flatMap((m) => m.blocks.map((b) => b.seq))) + 1;
-    const blocks = drafts.map((d) => ({ ...d, seq: next++ }) as Block);
-    let transcript: TurnTranscript = { turn: held.turn, messages: tx.messages };
-    for (const block of blocks) {
-      assertAppend(transcript, message, block);
-      transcript = appendBlock(transcript, message, block);
-    }
-    return { messageId: message.id, blocks, messages: transcript.messages };
+    return placeBlocks(held.turn, tx.messages, message, drafts);
   }
 }
 
@@ -308,10 +304,4 @@ function usageEvents(turn: Turn, usage: Usage | undefined): PortalEvent[] {
   if (!usage) return [];
   const { turnId: _t, callKey: _k, ...row } = usage;
   return [{ type: 'usage', turnId: turn.id, row }];
-}
-
-function statusEvents(turn: Turn, status: TurnStatus, error?: string): PortalEvent[] {
-  const state: PortalEvent = { type: 'turn_state', turnId: turn.id, status };
-  if (!isTerminal(status)) return [state];
-  return [state, { type: 'turn_finished', turnId: turn.id, status, ...(error !== undefined && { error }) }];
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource, createScratchDatabase, type ScratchDatabase } from '../data-source';
 import {
@@ -7,9 +8,12 @@ import {
   QueryLog,
   replayedScans,
   seedOrg,
+  settledTurn,
 } from '../testing/dal.fixtures';
+import { BlockRepository } from '../repositories/block.repository';
 import { PersonRequestRepository } from '../repositories/person-request.repository';
-import { CompactionRepository } from './compaction.repository';
+import { UsageRepository } from '../repositories/usage.repository';
+import { CompactionRepository, type KeyedBlock } from './compaction.repository';
 
 const ORG = 'acme';
 const OTHER = 'globex';
@@ -85,5 +89,51 @@ describe("the compaction's reads of a long conversation: cost", () => {
       expect(scan.type).not.toBe('Seq Scan');
       expect(scan.rows).toBeLessThanOrEqual(2);
     }
+  });
+});
+
+describe('appendOnce: the compaction blocks pass the block rules on append (SPEC 8)', () => {
+  const summary = (text: string, from: number): KeyedBlock => ({
+    id: randomUUID(),
+    kind: 'compaction',
+    summary: text,
+    trigger: 'MANUAL',
+    coversTurns: { from, to: 1 },
+  });
+
+  it.each([
+    ['an empty summary', summary(' ', 1)],
+    ['turns covered from 2, not 1', summary('Summary of turns 2–1', 2)],
+  ])('refuses a MANUAL block with %s, writing neither it nor the usage row', async (_why, block) => {
+    const conversationId = await newConversation(ds, ORG);
+    const turn = await settledTurn(ds, ORG, conversationId, { kind: 'compaction', status: 'running' });
+    const line: KeyedBlock = {
+      id: randomUUID(),
+      kind: 'text',
+      text: 'Context summarised: turns 1–1.',
+      narration: false,
+      steering: false,
+    };
+    const usage = {
+      turnId: turn.id,
+      kind: 'compaction' as const,
+      model: 'gpt-test',
+      inputTokens: 9,
+      outputTokens: 1,
+      cachedTokens: 0,
+      cost: 0,
+      callKey: 'manual',
+    };
+    const appending = new CompactionRepository(ds).appendOnce(ORG, turn.id, [block, line], {
+      status: 'running',
+      usage,
+    });
+    await expect(appending).rejects.toMatchObject({
+      code: 'invariant_violated',
+      details: { violations: [expect.objectContaining({ code: 'compaction_invalid' })] },
+    });
+    const blocks = await new BlockRepository(ds).listTurnMessages(ORG, turn.id);
+    expect(blocks.flatMap((m) => m.blocks.map((b) => b.kind))).toEqual(['text']);
+    expect(await new UsageRepository(ds).listForTurn(ORG, turn.id)).toEqual([]);
   });
 });

@@ -1,9 +1,9 @@
 import type { Block, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
-import { type NewBlock, toBlock } from '../mappers/block.mapper';
+import type { NewBlock } from '../mappers/block.mapper';
 import type { UsageRow } from '../records.types';
-import { BLOCK_COLUMNS, BlockRepository, type StoredBlockRow } from '../repositories/block.repository';
+import { BlockRepository } from '../repositories/block.repository';
 import { UsageRepository } from '../repositories/usage.repository';
 
 /** A block whose id the writer chose (derived from its request), so writing it twice finds it. */
@@ -48,11 +48,12 @@ export class CompactionRepository {
   }
 
   /**
-   * Appends `blocks` once, under a lock of the turn row (so `BlockRepository.appendNext` waits):
-   * when the first block's id is already stored, the stored blocks are returned with `written:
-   * false`; otherwise, if the turn is in `status`, they go after the turn's last block, into its
-   * last message when that is an assistant message (else into a new assistant message), and the
-   * usage row is recorded in the same transaction. Null when the turn is missing or not in `status`.
+   * Appends `blocks` once through `BlockRepository.append` (the turn row locked, each block checked
+   * against the block rules): when their ids are already stored, the stored blocks come back with
+   * `written: false`; otherwise, if the turn is in `status`, they go after the turn's last block,
+   * into its last message when that is an assistant message (else into a new assistant message),
+   * and the usage row is recorded in the same transaction. Null when the turn is missing or not in
+   * `status`.
    */
   async appendOnce(
     orgId: string,
@@ -62,35 +63,9 @@ export class CompactionRepository {
   ): Promise<{ blocks: Block[]; written: boolean } | null> {
     if (!isUuid(turnId) || blocks.length === 0) return null;
     return this.em.transaction(async (em) => {
-      const [turn]: { status: TurnStatus }[] = await em.query(
-        `SELECT status FROM turns WHERE org_id = $1 AND id = $2 FOR UPDATE`,
-        [orgId, turnId],
-      );
-      if (!turn) return null;
-      const stored: StoredBlockRow[] = await em.query(
-        `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND id = ANY($2::uuid[]) ORDER BY seq`,
-        [orgId, blocks.map((b) => b.id)],
-      );
-      if (stored.length > 0) return { blocks: stored.map(toBlock), written: false };
-      if (turn.status !== opts.status) return null;
-
-      const [last]: { id: string; role: string; lastSeq: number }[] = await em.query(
-        `SELECT id, role, (SELECT COALESCE(MAX(seq), 0) FROM blocks WHERE turn_id = $2) AS "lastSeq"
-         FROM messages WHERE org_id = $1 AND turn_id = $2 ORDER BY seq DESC LIMIT 1`,
-        [orgId, turnId],
-      );
-      const repo = new BlockRepository(em);
-      const messageId =
-        last?.role === 'assistant' ? last.id : (await repo.addMessage(orgId, turnId, 'assistant'))?.id;
-      if (!messageId) return null;
-      const lastSeq = Number(last?.lastSeq ?? 0);
-      const written = await repo.appendBlocks(
-        orgId,
-        messageId,
-        blocks.map((b, i) => ({ ...b, seq: lastSeq + i + 1 }) as Block),
-      );
-      if (opts.usage) await new UsageRepository(em).add(orgId, opts.usage);
-      return { blocks: written, written: true };
+      const result = await new BlockRepository(em).append(orgId, turnId, blocks, { status: [opts.status] });
+      if (result?.written && opts.usage) await new UsageRepository(em).add(orgId, opts.usage);
+      return result && { blocks: result.blocks, written: result.written };
     });
   }
 }

@@ -148,8 +148,7 @@ async function conversationWithAttachments() {
     attachmentIds: [shortDoc, picture],
   });
   const blocks = new BlockRepository(ds);
-  const reply = await blocks.addMessage(ORG, first!.turn.id, 'assistant');
-  await blocks.appendNext(ORG, reply!.id, [answer('Read.')]);
+  await blocks.append(ORG, first!.turn.id, [answer('Read.')]);
   await turns.updateStatus(ORG, first!.turn.id, 'completed');
   const second = await turns.createWithUserMessage(ORG, {
     conversationId,
@@ -205,8 +204,7 @@ describe('PromptInputLoader.load', () => {
   it('hands the turn so far to the prompt after the opening message', async () => {
     const c = await conversationWithAttachments();
     const blocks = new BlockRepository(ds);
-    const reply = await blocks.addMessage(ORG, c.turnId, 'assistant');
-    await blocks.appendNext(ORG, reply!.id, [
+    await blocks.append(ORG, c.turnId, [
       { kind: 'text', text: 'Looking.', narration: true, steering: false },
     ]);
     const input = await loader.load(ORG, await turnOf(c.turnId), options());

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Block, Message, Role, TurnStatus } from '@portal/domain';
+import {
+  appendBlock,
+  assertAppend,
+  type Block,
+  type Message,
+  type Role,
+  type TurnStatus,
+  type TurnTranscript,
+} from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
 import { DalError } from '../errors';
@@ -46,6 +54,7 @@ type MessageBlockRow = MessageRow & { blockId: string | null; blockSeq: number }
 
 /** A turn row locked with its messages (`BlockRepository.lockTurnMessages`). */
 export interface LockedTurnMessages {
+  turn: TurnTranscript['turn'];
   status: TurnStatus;
   leaseOwner: string | null;
   cancelRequested: boolean;
@@ -64,6 +73,42 @@ export function messagesOf(rows: MessageBlockRow[]): Message[] {
     }
   }
   return messages;
+}
+
+/** A block to append: with the id its writer chose (a streamed or keyed block), else given one. */
+export type DraftBlock = NewBlock & { id?: string };
+
+declare const checked: unique symbol;
+
+/** Blocks `placeBlocks` placed and checked: the only blocks the repositories write. */
+export interface PlacedBlocks {
+  readonly messageId: string;
+  readonly blocks: Block[];
+  /** The turn's messages with the blocks appended. */
+  readonly messages: Message[];
+  readonly [checked]: true;
+}
+
+/**
+ * The block rules on every append (SPEC 8), in one place: `drafts` go into `message` at the
+ * positions after the turn's last block, each checked with `assertAppend` against the turn's
+ * `messages` as read under its row's lock. A violation throws DomainError `invariant_violated`;
+ * nothing is repaired.
+ */
+export function placeBlocks(
+  turn: TurnTranscript['turn'],
+  messages: Message[],
+  message: Message,
+  drafts: readonly DraftBlock[],
+): PlacedBlocks {
+  let seq = Math.max(0, ...messages.flatMap((m) => m.blocks.map((b) => b.seq)));
+  const blocks = drafts.map((d) => ({ ...d, id: d.id ?? randomUUID(), seq: ++seq }) as Block);
+  let transcript: TurnTranscript = { turn, messages };
+  for (const block of blocks) {
+    assertAppend(transcript, message, block);
+    transcript = appendBlock(transcript, message, block);
+  }
+  return { messageId: message.id, blocks, messages: transcript.messages } as unknown as PlacedBlocks;
 }
 
 interface MessageTarget {
@@ -127,12 +172,51 @@ export class BlockRepository {
   }
 
   /**
-   * Appends blocks at the positions they carry, idempotently by (turn, seq): a block already
-   * stored at its position is kept. A position held by a different block id throws DalError
-   * `block_conflict` (someone else wrote there; re-read the turn), never silently drops the block.
-   * Block ids must be uuids. Returns the stored blocks.
+   * The write path of blocks for writers that do not hold the turn (a steering message, a summary,
+   * fixtures), in a transaction holding the turn row's lock: `drafts` go into a new user message
+   * (`into: 'user'`, with `attachmentIds`), into `messageId`, or into the last message when it is
+   * the assistant's, else a new assistant message, each checked by `placeBlocks`. Drafts keyed by
+   * an id already stored are not written again: the stored blocks come back (`written: false`).
+   * With `status`, only while the turn is in one of them. Null when the turn is not the org's or
+   * not in `status`.
    */
-  async appendBlocks(orgId: string, messageId: string, blocks: Block[]): Promise<Block[]> {
+  async append(
+    orgId: string,
+    turnId: string,
+    drafts: readonly DraftBlock[],
+    opts: {
+      into?: 'user' | 'assistant';
+      messageId?: string;
+      attachmentIds?: string[];
+      status?: TurnStatus[];
+    } = {},
+  ): Promise<{ blocks: Block[]; message: Message; written: boolean } | null> {
+    return this.em.transaction(async (em) => {
+      const repo = new BlockRepository(em);
+      const locked = await repo.lockTurnMessages(orgId, turnId);
+      if (!locked) return null;
+      const keys = new Set(drafts.map((d) => d.id));
+      const stored = locked.messages.flatMap((m) =>
+        m.blocks.filter((b) => keys.has(b.id)).map((b) => [m, b] as const),
+      );
+      if (stored.length > 0)
+        return { blocks: stored.map(([, b]) => b), message: stored[0][0], written: false };
+      if (opts.status && !opts.status.includes(locked.status)) return null;
+      const message = await repo.target(orgId, locked, opts);
+      const placed = placeBlocks(locked.turn, locked.messages, message, drafts);
+      const blocks = await repo.appendBlocks(orgId, placed);
+      return { blocks, message: placed.messages.find((m) => m.id === message.id)!, written: true };
+    });
+  }
+
+  /**
+   * Writes placed blocks at their positions, idempotently by (turn, seq): a block already stored
+   * at its position is kept. A position held by a different block id throws DalError
+   * `block_conflict` (someone else wrote there; re-read the turn), never silently drops the block.
+   * Returns the stored blocks.
+   */
+  async appendBlocks(orgId: string, placed: PlacedBlocks): Promise<Block[]> {
+    const { messageId, blocks } = placed;
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
     // Usually every position is free: one statement, whose RETURNING is what is stored.
     const inserted =
@@ -159,23 +243,6 @@ export class BlockRepository {
       );
     }
     return stored.map(toBlock);
-  }
-
-  /**
-   * Appends blocks after the turn's last block, allocating ids and positions under a lock of the
-   * turn row (for writers that do not own the turn's numbering, e.g. a steering message).
-   */
-  async appendNext(orgId: string, messageId: string, blocks: NewBlock[]): Promise<Block[]> {
-    return this.em.transaction(async (em) => {
-      const target = await this.messageTarget(em, orgId, messageId, true);
-      const [{ last }] = await em.query(
-        `SELECT COALESCE(MAX(seq), 0) AS last FROM blocks WHERE turn_id = $1`,
-        [target.turnId],
-      );
-      const full = blocks.map((b, i) => ({ ...b, id: randomUUID(), seq: last + i + 1 }) as Block);
-      await this.insert(em, orgId, target, full);
-      return full;
-    });
   }
 
   /** Replaces a block's fields (an answered request, a finished text). Null when not found. */
@@ -222,10 +289,15 @@ export class BlockRepository {
   async lockTurnMessages(orgId: string, turnId: string): Promise<LockedTurnMessages | null> {
     if (!isUuid(turnId)) return null;
     const rows = await queryPrepared<
-      MessageBlockRow & Omit<LockedTurnMessages, 'messages' | 'status'> & { turnStatus: TurnStatus }
+      MessageBlockRow &
+        Pick<LockedTurnMessages, 'leaseOwner' | 'cancelRequested'> & {
+          turnStatus: TurnStatus;
+          turnN: number;
+          turnKind: TurnTranscript['turn']['kind'];
+        }
     >(
       this.em,
-      `SELECT t.status AS "turnStatus", t.lease_owner AS "leaseOwner",
+      `SELECT t.status AS "turnStatus", t.n AS "turnN", t.kind AS "turnKind", t.lease_owner AS "leaseOwner",
          t.cancel_requested_at IS NOT NULL AS "cancelRequested", ${MESSAGE_BLOCK_COLUMNS}
        FROM turns t
          LEFT JOIN messages m ON m.turn_id = t.id AND m.org_id = $1
@@ -234,8 +306,9 @@ export class BlockRepository {
       [orgId, turnId],
     );
     if (!rows.length) return null;
-    const { turnStatus: status, leaseOwner, cancelRequested } = rows[0];
-    return { status, leaseOwner, cancelRequested, messages: messagesOf(rows) };
+    const { turnStatus: status, turnN: n, turnKind: kind, leaseOwner, cancelRequested } = rows[0];
+    const turn = { id: turnId, n, kind, status };
+    return { turn, status, leaseOwner, cancelRequested, messages: messagesOf(rows) };
   }
 
   /** The whole transcript of a conversation, for display (not for memory: see WindowRepository). */
@@ -258,33 +331,39 @@ export class BlockRepository {
     return assembleMessages(messages, blocks);
   }
 
-  private async messageTarget(em: EntityManager, orgId: string, messageId: string, lockTurn = false) {
+  /** The message `append` writes to (see there); a new one under the turn row's lock. */
+  private async target(
+    orgId: string,
+    locked: LockedTurnMessages,
+    opts: { into?: Role; messageId?: string; attachmentIds?: string[] },
+  ): Promise<Message> {
+    const { id: turnId } = locked.turn;
+    if (opts.messageId) {
+      const found = locked.messages.find((m) => m.id === opts.messageId);
+      if (!found)
+        throw new DalError('not_found', `message ${opts.messageId} is not a message of turn ${turnId}`);
+      return found;
+    }
+    const last = locked.messages.at(-1);
+    if (opts.into !== 'user' && last?.role === 'assistant') return last;
+    const created = await this.addMessage(orgId, turnId, opts.into ?? 'assistant', {
+      attachmentIds: opts.attachmentIds,
+    });
+    if (!created) throw new DalError('block_conflict', `a message position of turn ${turnId} was taken`);
+    return created;
+  }
+
+  private async messageTarget(em: EntityManager, orgId: string, messageId: string) {
     const rows: MessageTarget[] = isUuid(messageId)
       ? await em.query(
           `SELECT m.id, m.turn_id AS "turnId", m.conversation_id AS "conversationId", t.n AS "turnN"
            FROM messages m JOIN turns t ON t.id = m.turn_id
-           WHERE m.org_id = $1 AND m.id = $2 ${lockTurn ? 'FOR UPDATE OF t' : ''}`,
+           WHERE m.org_id = $1 AND m.id = $2`,
           [orgId, messageId],
         )
       : [];
     if (!rows.length) throw new DalError('not_found', `message ${messageId} not found`);
     return rows[0];
-  }
-
-  private async insert(
-    em: EntityManager,
-    orgId: string,
-    target: MessageTarget,
-    blocks: Block[],
-  ): Promise<void> {
-    if (!blocks.length) return;
-    await em.query(
-      `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-       SELECT b.id, $1, $2, $3, $4, $5, b.seq, b.kind, b.payload
-       FROM jsonb_to_recordset($6::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
-       ON CONFLICT (turn_id, seq) DO NOTHING`,
-      [orgId, target.conversationId, target.turnId, target.turnN, target.id, blockRecords(blocks)],
-    );
   }
 }
 

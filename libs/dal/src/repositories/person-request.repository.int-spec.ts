@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { Block, CompactionBlock } from '@portal/domain';
+import type { CompactionBlock } from '@portal/domain';
 import { personRequest } from '@portal/prompt';
 import type { DataSource } from 'typeorm';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
@@ -42,22 +41,23 @@ async function storedRows(conversationId: string) {
   );
 }
 
-/** A steering message in `turnId` at block `seq`, written and recorded as the gateway does. */
-async function steer(conversationId: string, turnId: string, turnN: number, seq: number, typed: string) {
-  const blocks = new BlockRepository(ds);
-  const message = await blocks.addMessage(ORG, turnId, 'user');
-  await blocks.appendBlocks(ORG, message!.id, [
-    { id: randomUUID(), seq, kind: 'text', text: typed, narration: false, steering: true },
-  ] as Block[]);
+/** A steering message after the last block of `turnId`, written and recorded as the gateway does. */
+async function steer(conversationId: string, turnId: string, turnN: number, typed: string) {
+  const { message, blocks } = (await new BlockRepository(ds).append(
+    ORG,
+    turnId,
+    [{ kind: 'text', text: typed, narration: false, steering: true }],
+    { into: 'user' },
+  ))!;
   await new PersonRequestRepository(ds).record(ORG, {
     conversationId,
     turnN,
-    messageId: message!.id,
-    seq,
+    messageId: message.id,
+    seq: blocks[0].seq,
     typed,
     steering: true,
   });
-  return message!.id;
+  return message.id;
 }
 
 describe('PersonRequestRepository: what is stored with each message of the person', () => {
@@ -90,7 +90,7 @@ describe('PersonRequestRepository: what is stored with each message of the perso
   it('stores a steering message as typed, once', async () => {
     const conversationId = await newConversation(ds, ORG);
     const turn = await settledTurn(ds, ORG, conversationId, { text: 'first' });
-    const messageId = await steer(conversationId, turn.id, 1, 2, '/not-a-skill stop there');
+    const messageId = await steer(conversationId, turn.id, 1, '/not-a-skill stop there');
     await new PersonRequestRepository(ds).record(ORG, {
       conversationId,
       turnN: 1,
@@ -109,7 +109,7 @@ describe('PersonRequestRepository: what is stored with each message of the perso
     const conversationId = await newConversation(ds, ORG);
     await settledTurn(ds, ORG, conversationId, { text: '/summarise-report please' });
     const turn = await settledTurn(ds, ORG, conversationId, { text: 'second' });
-    await steer(conversationId, turn.id, 2, 2, '/keep this as typed');
+    await steer(conversationId, turn.id, 2, '/keep this as typed');
     await settledTurn(ds, ORG, conversationId, { text: '/compact', kind: 'compaction' });
     const written = await storedRows(conversationId);
     await ds.query(`DELETE FROM person_requests WHERE conversation_id = $1`, [conversationId]);
@@ -149,7 +149,7 @@ describe('PersonRequestRepository.readBefore', () => {
       text: 't2 before the summary',
       blocks: [autoSummary(2), answer('a2')],
     });
-    await steer(conversationId, two.id, 2, 4, 't2 steered after it');
+    await steer(conversationId, two.id, 2, 't2 steered after it');
     await settledTurn(ds, ORG, conversationId, { text: 't3', blocks: [answer('a3')] });
     await settledTurn(ds, ORG, conversationId, { text: 't4', status: 'failed' });
     await new TurnRepository(ds).createWithUserMessage(ORG, {

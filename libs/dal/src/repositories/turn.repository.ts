@@ -6,7 +6,7 @@ import { type Db, isPgError, isUuid, managerOf, queryPrepared } from '../db.util
 import { DalError } from '../errors';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
 import type { McpToolSnapshot, UsageRow } from '../records.types';
-import { BlockRepository, blockRecords, insertBlocksSql } from './block.repository';
+import { BlockRepository, blockRecords, insertBlocksSql, type PlacedBlocks } from './block.repository';
 import { insertUsageSql } from './usage.repository';
 
 export interface NewTurn {
@@ -62,9 +62,8 @@ export interface CallMessage {
 
 /** What one model call (or one step) of a held turn records; see `TurnRepository.recordCall`. */
 export interface CallRecord {
-  /** The message `blocks` go to (their positions are set); null with no blocks. */
-  messageId: string | null;
-  blocks: Block[];
+  /** The blocks, placed and checked by `placeBlocks` under the turn row's lock. */
+  placed?: PlacedBlocks;
   /** The call's usage row, once per `callKey`; its input tokens become the turn's `contextTokens`. */
   usage?: UsageRow & { callKey: string };
   /** Settles (or pauses) the turn, from one of `from`, with `error`; without, the status stays. */
@@ -285,7 +284,9 @@ export class TurnRepository {
    */
   async recordCall(orgId: string, turnId: string, record: CallRecord): Promise<Block[]> {
     if (!isUuid(turnId)) return [];
-    const { messageId, blocks, usage, status } = record;
+    const { placed, usage, status } = record;
+    const messageId = placed?.messageId ?? null;
+    const blocks = placed?.blocks ?? [];
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
     const [row] = await queryPrepared<{ blocks: (BlockRow & { seq: number })[] | null }>(
       this.em,
@@ -318,9 +319,9 @@ export class TurnRepository {
       ],
     );
     const stored = row?.blocks ?? [];
-    if (stored.length === blocks.length) return stored.map(toBlock);
+    if (!placed || stored.length === blocks.length) return stored.map(toBlock);
     // A position was taken: what is stored there decides (the same blocks, or a conflict).
-    return new BlockRepository(this.em).appendBlocks(orgId, messageId ?? '', blocks);
+    return new BlockRepository(this.em).appendBlocks(orgId, placed);
   }
 
   /** The MCP tools the turn offers; null until they are listed (`saveMcpTools`). */

@@ -169,7 +169,7 @@ describe('WindowRepository.readWindow cost', () => {
     await ds.query('ANALYZE');
     log = new QueryLog();
     logged = await createDataSource(db.url, { logger: log }).initialize();
-  });
+  }, 120_000); // 23,000 turns to write: slow when the 2 cores are busy
   afterAll(async () => {
     await logged.destroy();
   });

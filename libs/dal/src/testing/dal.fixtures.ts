@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { Block, Turn, TurnKind, TurnStatus } from '@portal/domain';
 import type { DataSource, Logger } from 'typeorm';
 import { AgentRepository } from '../repositories/agent.repository';
-import { BlockRepository } from '../repositories/block.repository';
+import { BlockRepository, placeBlocks } from '../repositories/block.repository';
 import { ConversationRepository } from '../repositories/conversation.repository';
 import { OrgRepository } from '../repositories/org.repository';
 import { PersonRequestRepository } from '../repositories/person-request.repository';
@@ -52,13 +51,10 @@ export async function settledTurn(
   });
   if (!created) throw new Error('no turn');
   if (opts.blocks?.length) {
+    // The turn is this fixture's alone: placed and checked on its known messages, without a lock.
     const blocks = new BlockRepository(ds);
     const message = await blocks.addMessage(orgId, created.turn.id, 'assistant', { seq: 2 });
-    await blocks.appendBlocks(
-      orgId,
-      message!.id,
-      opts.blocks.map((b, i) => ({ ...b, id: randomUUID(), seq: i + 2 }) as Block),
-    );
+    await blocks.appendBlocks(orgId, placeBlocks(created.turn, [created.message], message!, opts.blocks));
   }
   const status = opts.status ?? 'completed';
   const settled = await turns.updateStatus(orgId, created.turn.id, status);
