@@ -25,11 +25,13 @@ describe('authentication', () => {
       userId: 'bob',
       orgId: 'acme',
       role: 'member',
+      via: 'apiKey',
     });
     expect((await gw.call('GET', '/v1/me', { as: 'mallory' })).body).toEqual({
       userId: 'mallory',
       orgId: 'globex',
       role: 'author',
+      via: 'apiKey',
     });
   });
 

@@ -83,6 +83,7 @@ describe('migrations', () => {
       'BlobsWithoutAttachmentFk1767312000000',
       'PersonTextIndexes1767398400000',
       'PersonRequests1767484800000',
+      'UserOrigin1767571200000',
     ]);
     expect(await tables()).toEqual(TABLES);
   });
@@ -90,7 +91,8 @@ describe('migrations', () => {
   it("store the requests of the person's messages written before `person_requests`", async () => {
     const ds = await createDataSource(db.url).initialize();
     try {
-      await ds.undoLastMigration();
+      await ds.undoLastMigration(); // UserOrigin
+      await ds.undoLastMigration(); // PersonRequests
       await ds.query(`INSERT INTO orgs (id, name) VALUES ('acme', 'Acme')`);
       await ds.query(`INSERT INTO users (org_id, id, role) VALUES ('acme', 'alice', 'author')`);
       await ds.query(
@@ -119,7 +121,7 @@ describe('migrations', () => {
     } finally {
       await ds.destroy();
     }
-    expect(await runMigrations(db.url)).toEqual(['PersonRequests1767484800000']);
+    expect(await runMigrations(db.url)).toEqual(['PersonRequests1767484800000', 'UserOrigin1767571200000']);
     const rows = await db.dataSource.query(
       `SELECT org_id, turn_n, seq, text, tokens FROM person_requests ORDER BY turn_n, seq`,
     );

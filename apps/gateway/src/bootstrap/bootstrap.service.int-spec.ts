@@ -142,7 +142,7 @@ describe('without a bootstrap file', () => {
         as: null,
         headers: { authorization: `Bearer ${newDemoApiKey}` },
       });
-      expect(me.body).toEqual({ userId: 'demo', orgId: 'demo', role: 'admin' });
+      expect(me.body).toEqual({ userId: 'demo', orgId: 'demo', role: 'admin', via: 'apiKey' });
       const [{ count }] = await db.dataSource.query(
         `SELECT count(*)::int FROM api_keys WHERE org_id = 'demo'`,
       );
