@@ -51,6 +51,9 @@ export class AuthController {
       readCookie(request.headers.cookie, SIGN_IN_COOKIE),
       query,
     );
+    // A session this browser still held ends: one browser, one session.
+    const previous = readCookie(request.headers.cookie, SESSION_COOKIE);
+    if (previous) await this.sessions.end(previous);
     const token = await this.sessions.open(user, name);
     void reply
       .code(302)

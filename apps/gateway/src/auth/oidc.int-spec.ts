@@ -240,6 +240,15 @@ describe('the browser session', () => {
     expect((await upload({ 'x-portal-csrf': csrf })).status).toBe(201);
   });
 
+  it('ends the session the browser held when it signs in again', async () => {
+    const first = await signIn('kit');
+    const { callback: url, signIn: pending } = await startSignIn('acme');
+    const again = await callback(url, `${pending}; ${first}`);
+    expect(again.status).toBe(302);
+    expect((await me(first)).status).toBe(401);
+    expect((await me(cookieOf(again, 'portal_session')!)).status).toBe(200);
+  });
+
   it('ends with POST /v1/auth/logout', async () => {
     const cookie = await signIn('kim');
     const { csrf } = (await me(cookie)).body;
