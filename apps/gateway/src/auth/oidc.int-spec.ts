@@ -1,3 +1,4 @@
+import { request, type IncomingMessage } from 'node:http';
 import { followSignIn, setCookie, signJwt, startTestIdp, type TestIdp } from '@portal/testing/oidc';
 import { readConfig } from '../config';
 import { BootstrapService } from '../bootstrap/bootstrap.service';
@@ -95,6 +96,29 @@ describe('signing in through the org identity provider', () => {
     const pending = login.headers.getSetCookie()[0];
     expect(pending).toMatch(
       /^portal_sign_in=[\w-]+; Path=\/v1\/auth\/oidc\/acme\/callback; Max-Age=600; HttpOnly; SameSite=Lax$/,
+    );
+  });
+
+  it('marks its cookie Secure and names its https origin when the portal is not on localhost', async () => {
+    const { port } = new URL(gw.url);
+    const res = await new Promise<IncomingMessage>((resolve, reject) =>
+      request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/v1/auth/oidc/acme/login',
+          headers: { host: 'portal.example.com', 'x-forwarded-proto': 'https' },
+        },
+        resolve,
+      )
+        .on('error', reject)
+        .end(),
+    );
+    res.resume();
+    expect(res.statusCode).toBe(302);
+    expect(String(res.headers['set-cookie'])).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
+    expect(new URL(res.headers.location!).searchParams.get('redirect_uri')).toBe(
+      'https://portal.example.com/v1/auth/oidc/acme/callback',
     );
   });
 
