@@ -55,41 +55,47 @@ export class Authenticator {
     { sameOriginIsEnough = false } = {},
   ): Promise<{ principal: Principal; apiKey: string | null }> {
     const apiKey = BEARER.exec(request.headers.authorization ?? '')?.[1] ?? null;
-    if (apiKey) {
-      const user = await this.userOf(apiKey);
-      if (user)
-        return { principal: { userId: user.id, orgId: user.orgId, role: user.role, via: 'apiKey' }, apiKey };
-    } else {
-      const token = readCookie(request.headers.cookie, SESSION_COOKIE);
-      const session = token ? await this.sessions.read(token) : null;
-      const user = session && (await this.users.get(session.orgId, session.userId));
-      if (token && session && !user) await this.sessions.end(token);
-      if (session && user) {
-        const sent = request.headers[CSRF_HEADER];
-        const proven =
-          (typeof sent === 'string' && sameText(sent, session.csrf)) ||
-          (sameOriginIsEnough && request.headers.origin === originOf(request).origin);
-        if (!SAFE_METHODS.has(request.method) && !proven) {
-          throw new DomainError(
-            'csrf',
-            `A request made with the session cookie must carry the header X-Portal-CSRF`,
-          );
-        }
-        const principal: Principal = {
-          userId: user.id,
-          orgId: user.orgId,
-          role: user.role,
-          via: 'oidc',
-          csrf: session.csrf,
-        };
-        if (session.name) principal.name = session.name;
-        return { principal, apiKey: null };
-      }
+    const user = apiKey ? await this.userOf(apiKey) : null;
+    const principal = apiKey
+      ? user && { userId: user.id, orgId: user.orgId, role: user.role, via: 'apiKey' as const }
+      : await this.fromSession(request, sameOriginIsEnough);
+    if (!principal) {
+      throw new DomainError(
+        'unauthorized',
+        'A valid API key (Authorization: Bearer <apiKey>) or a browser session is needed',
+      );
     }
-    throw new DomainError(
-      'unauthorized',
-      'A valid API key (Authorization: Bearer <apiKey>) or a browser session is needed',
-    );
+    return { principal, apiKey };
+  }
+
+  /** The session cookie's user, read again (a session of a removed user ends here). */
+  private async fromSession(request: AuthRequest, sameOriginIsEnough: boolean): Promise<Principal | null> {
+    const token = readCookie(request.headers.cookie, SESSION_COOKIE);
+    const session = token ? await this.sessions.read(token) : null;
+    if (!token || !session) return null;
+    const user = await this.users.get(session.orgId, session.userId);
+    if (!user) {
+      await this.sessions.end(token);
+      return null;
+    }
+    const sent = request.headers[CSRF_HEADER];
+    const proven =
+      (typeof sent === 'string' && sameText(sent, session.csrf)) ||
+      (sameOriginIsEnough && request.headers.origin === originOf(request).origin);
+    if (!SAFE_METHODS.has(request.method) && !proven) {
+      throw new DomainError(
+        'csrf',
+        'A request made with the session cookie must carry the header X-Portal-CSRF',
+      );
+    }
+    return {
+      userId: user.id,
+      orgId: user.orgId,
+      role: user.role,
+      via: 'oidc',
+      csrf: session.csrf,
+      ...(session.name && { name: session.name }),
+    };
   }
 
   /** Unknown keys are never remembered: each costs its lookup. */
