@@ -7,7 +7,17 @@ const swcForJs = {
 };
 
 // NestJS 12 ships as ES modules; Jest on Node 20 cannot require() them, so swc compiles them to CommonJS.
-const esmPackages = ['@nestjs', '@fastify', 'fastify', 'content-disposition'];
+// openid-client and the test OpenID provider are ES modules too, with jose and oauth4webapi under them.
+const esmPackages = [
+  '@nestjs',
+  '@fastify',
+  'fastify',
+  'content-disposition',
+  'openid-client',
+  'oauth4webapi',
+  'jose',
+  'oidc-provider',
+];
 
 /** One runner for every tier: unit (*.spec.ts), integration (*.int-spec.ts), end to end (apps/<app>/test). */
 module.exports = {
@@ -22,6 +32,7 @@ module.exports = {
   moduleNameMapper: {
     '^@portal/domain/testing$': '<rootDir>/libs/domain/src/testing/index.ts',
     '^@portal/dal/testing$': '<rootDir>/libs/dal/src/testing/index.ts',
+    '^@portal/testing/oidc$': '<rootDir>/libs/testing/src/oidc/test-idp.ts',
     '^@portal/(.*)$': '<rootDir>/libs/$1/src/index.ts',
   },
   setupFiles: ['reflect-metadata'],

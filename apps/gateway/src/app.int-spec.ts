@@ -25,11 +25,13 @@ describe('authentication', () => {
       userId: 'bob',
       orgId: 'acme',
       role: 'member',
+      via: 'apiKey',
     });
     expect((await gw.call('GET', '/v1/me', { as: 'mallory' })).body).toEqual({
       userId: 'mallory',
       orgId: 'globex',
       role: 'author',
+      via: 'apiKey',
     });
   });
 
@@ -157,10 +159,16 @@ describe('GET /docs', () => {
       '/v1/turns/{id}/trace',
       '/v1/turns/{id}/requests/{blockId}',
       '/v1/turns/{id}/cancel',
+      '/v1/auth/providers',
+      '/v1/auth/oidc/{orgId}/login',
+      '/v1/auth/oidc/{orgId}/callback',
+      '/v1/auth/logout',
       '/metrics',
     ]) {
       expect(doc.body.paths).toHaveProperty([path]);
     }
+    expect(doc.body.paths).not.toHaveProperty(['/v1/admin/session']);
+    expect(doc.body.components.schemas.Me.properties.via.enum).toEqual(['apiKey', 'oidc']);
     const ui = await fetch(`${gw.url}/docs`);
     expect(ui.status).toBe(200);
   });

@@ -3,9 +3,9 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { DalModule } from '@portal/dal';
 import { QueueModule } from '@portal/queue';
 import { AccountController } from './account/account.controller';
-import { AdminModule } from './admin/admin.module';
 import { AgentsModule } from './agents/agents.module';
 import { AttachmentsModule } from './attachments/attachments.module';
+import { AuthModule } from './auth/auth.module';
 import { BootstrapService } from './bootstrap/bootstrap.service';
 import { ApiErrorFilter } from './common/api-error.filter';
 import { AuthGuard } from './common/auth.guard';
@@ -40,7 +40,7 @@ export class AppModule {
         EventsModule,
         PromptPreviewModule,
         AttachmentsModule.forRoot(config.attachments),
-        AdminModule,
+        AuthModule,
         WebModule,
       ],
       controllers: [HealthController, MetricsController, AccountController],

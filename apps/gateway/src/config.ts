@@ -1,5 +1,6 @@
 import {
   ConfigError,
+  envDuration,
   envInt,
   envString,
   readCommonConfig,
@@ -31,6 +32,10 @@ export interface GatewayConfig extends CommonConfig {
    * default): it shows every org's jobs, so it is for the operators of the portal only.
    */
   operatorOrgs: string[];
+  /** How long a browser session lives without a request (SESSION_TTL, 12 h by default). */
+  sessionTtlMs: number;
+  /** The environment read, for the variables the bootstrap file names (an OIDC `clientSecretEnv`). */
+  env: Env;
 }
 
 /** Nest injection token of the gateway's one config object. */
@@ -52,6 +57,8 @@ export function readConfig(env: Env): GatewayConfig {
       .split(',')
       .map((org) => org.trim())
       .filter(Boolean),
+    sessionTtlMs: envDuration(env, 'SESSION_TTL', 12 * 3_600_000, { minMs: 1000 }),
+    env,
   };
 }
 

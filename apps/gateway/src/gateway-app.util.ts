@@ -59,7 +59,7 @@ export async function createGatewayApp(
     metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
     logRequest(log, request, reply);
   });
-  await registerQueueBoard(app);
+  await registerQueueBoard(app, config);
   // Uploads (POST /v1/attachments); the attachments service streams the file with its own cap.
   await app.register(fastifyMultipart);
   // The plugin's types know OpenAPI 2 and 3.0 documents only; it serves a 3.1 one as it is.

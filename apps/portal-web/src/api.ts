@@ -8,7 +8,20 @@ export interface Me {
   userId: string;
   orgId: string;
   role: string;
+  via: 'apiKey' | 'oidc';
+  name?: string;
+  /** With a browser session: the token state-changing requests carry as X-Portal-CSRF. */
+  csrf?: string;
 }
+
+/** GET /v1/auth/providers: the orgs whose people sign in through their identity provider. */
+export interface Provider {
+  orgId: string;
+  name: string;
+  loginUrl: string;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 export interface AgentView {
   id: string;
@@ -84,14 +97,20 @@ export class Api {
   /** Called once a request answers 401: the key is no longer good. */
   onUnauthorized: () => void = () => undefined;
 
-  constructor(readonly apiKey: string) {}
+  /** The session's CSRF token, once `me()` gave it. */
+  private csrf: string | null = null;
 
-  get authorization(): string {
-    return `Bearer ${this.apiKey}`;
+  /** `apiKey` null: the browser session (its cookie) signs the requests. */
+  constructor(readonly apiKey: string | null) {}
+
+  get authorization(): string | null {
+    return this.apiKey ? `Bearer ${this.apiKey}` : null;
   }
 
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { authorization: this.authorization };
+    const headers: Record<string, string> = {};
+    if (this.authorization) headers['authorization'] = this.authorization;
+    else if (this.csrf && !SAFE_METHODS.has(method)) headers['x-portal-csrf'] = this.csrf;
     let payload: BodyInit | undefined;
     if (body instanceof FormData) payload = body;
     else if (body !== undefined) {
@@ -122,7 +141,14 @@ export class Api {
     return this.request<T>('POST', path, body);
   }
 
-  me = () => this.get<Me>('/v1/me');
+  me = async () => {
+    const me = await this.get<Me>('/v1/me');
+    this.csrf = me.csrf ?? null;
+    return me;
+  };
+  providers = () => this.get<Provider[]>('/v1/auth/providers');
+  /** Ends the browser session (nothing to end for an API key). */
+  logout = () => this.request<unknown>('POST', '/v1/auth/logout');
   agents = () => this.get<AgentView[]>('/v1/agents');
   agent = (id: string) => this.get<AgentView>(`/v1/agents/${encodeURIComponent(id)}`);
   skills = () => this.get<SkillView[]>('/v1/skills');

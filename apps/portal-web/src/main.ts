@@ -3,8 +3,9 @@ import { h, uid } from './dom';
 import { ConversationSession } from './session';
 
 /**
- * The portal's web client: sign in with an API key (kept in localStorage), pick or start a
- * conversation (its id is in the URL, `/c/<id>`), and talk to the agent.
+ * The portal's web client: sign in through the org's identity provider (a session cookie) or with
+ * an API key (kept in localStorage, for developers), pick or start a conversation (its id is in
+ * the URL, `/c/<id>`), and talk to the agent.
  */
 
 const KEY = 'portal.apiKey';
@@ -38,14 +39,28 @@ function signIn(message = ''): void {
   });
   const error = h('p', { class: 'form-error', role: 'alert' }, message);
   const button = h('button', { type: 'submit' }, 'Sign in');
+  const providers = h('div', { class: 'providers' });
   const form = h(
     'form',
     { class: 'sign-in', 'aria-label': 'Sign in' },
     h('h1', {}, 'Portal'),
+    providers,
     h('label', { for: keyId }, 'API key'),
     field,
     button,
     error,
+  );
+  // One button per org identity provider: the browser goes there and comes back signed in.
+  new Api(null).providers().then(
+    (list) =>
+      providers.replaceChildren(
+        ...list.map((p) => {
+          const go = h('button', { type: 'button' }, `Sign in with ${p.name}`);
+          go.addEventListener('click', () => location.assign(p.loginUrl));
+          return go;
+        }),
+      ),
+    () => undefined,
   );
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -79,7 +94,12 @@ function signOut(message = ''): void {
 let session: ConversationSession | null = null;
 
 function start(api: Api, me: Me): void {
-  api.onUnauthorized = () => signOut('Your key is no longer accepted. Sign in again.');
+  api.onUnauthorized = () =>
+    signOut(
+      api.apiKey
+        ? 'Your key is no longer accepted. Sign in again.'
+        : 'Your session has ended. Sign in again.',
+    );
   const main = h('main', { class: 'main', id: 'main' });
   const list = h('ul', { class: 'conversation-list' });
   const agentId = uid('agent');
@@ -96,7 +116,11 @@ function start(api: Api, me: Me): void {
     newError,
   );
   const signOutButton = h('button', { type: 'button', class: 'link' }, 'Sign out');
-  signOutButton.addEventListener('click', () => signOut());
+  signOutButton.addEventListener('click', async () => {
+    // A browser session ends on the server too (an API key has none to end).
+    if (!api.apiKey) await api.logout().catch(() => undefined);
+    signOut();
+  });
 
   app.replaceChildren(
     h('a', { class: 'skip', href: '#main' }, 'Skip to the conversation'),
@@ -104,7 +128,7 @@ function start(api: Api, me: Me): void {
       'header',
       { class: 'top' },
       h('span', { class: 'brand' }, 'Portal'),
-      h('span', { class: 'who' }, `${me.userId} · ${me.orgId}`),
+      h('span', { class: 'who' }, `${me.name ?? me.userId} · ${me.orgId}`),
       signOutButton,
     ),
     h('nav', { class: 'side', 'aria-label': 'Conversations' }, newForm, list),
@@ -271,5 +295,10 @@ if (saved) {
       ),
   );
 } else {
-  signIn();
+  // Back from the identity provider, or a session still open: the cookie signs the requests.
+  const api = new Api(null);
+  api.me().then(
+    (me) => start(api, me),
+    () => signIn(),
+  );
 }

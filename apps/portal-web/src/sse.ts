@@ -1,6 +1,7 @@
 /**
- * Server-Sent Events over `fetch`: EventSource cannot send the Authorization header the gateway
- * requires, so the stream is read by hand, and reconnects itself with `Last-Event-ID`.
+ * Server-Sent Events over `fetch`: EventSource cannot send the Authorization header an API key
+ * needs (a browser session's cookie it could), so the stream is read by hand, and reconnects
+ * itself with `Last-Event-ID`.
  */
 
 export interface SseMessage {
@@ -62,7 +63,8 @@ export function createSseParser(): { feed(chunk: string): SseMessage[] } {
 
 export interface EventStreamOptions {
   url: string;
-  authorization: string;
+  /** The API key's header; null with a browser session, whose cookie the browser sends itself. */
+  authorization: string | null;
   /** Replay what came after this id (a reload in the middle of a turn). */
   lastEventId?: string;
   onEvent(id: string, data: unknown): void;
@@ -134,10 +136,8 @@ export class EventStream {
   private async connect(): Promise<number> {
     const controller = new AbortController();
     this.controller = controller;
-    const headers: Record<string, string> = {
-      authorization: this.options.authorization,
-      accept: 'text/event-stream',
-    };
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (this.options.authorization) headers['authorization'] = this.options.authorization;
     if (this.lastId) headers['last-event-id'] = this.lastId;
     let silence = setTimeout(() => controller.abort(), SILENCE_MS);
     try {

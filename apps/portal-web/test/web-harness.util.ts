@@ -15,6 +15,7 @@ import {
   type McpTestServer,
   type RunningPortal,
 } from '@portal/testing';
+import type { TestIdp } from '@portal/testing/oidc';
 
 /** Debian's Chromium, never a downloaded browser. */
 export const CHROMIUM_ARGS = [
@@ -78,7 +79,8 @@ async function saveScreenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
 }
 
-export async function startWebHarness(): Promise<WebHarness> {
+/** `idp`: acme (named "Acme") signs its people in through it, as client `portal-web` with the role claim `portal_role`. */
+export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<WebHarness> {
   // The bundle is cheap to build and must match the sources under test.
   const root = path.resolve(__dirname, '..', '..', '..');
   execFileSync(process.execPath, [path.join(root, 'tools', 'build-web.js')], { cwd: root, stdio: 'ignore' });
@@ -126,6 +128,10 @@ export async function startWebHarness(): Promise<WebHarness> {
       orgs: [
         {
           id: 'acme',
+          name: 'Acme',
+          ...(opts.idp && {
+            oidc: { issuer: opts.idp.issuer, clientId: 'portal-web', roleClaim: 'portal_role' },
+          }),
           users: [{ id: 'ann', role: 'author', apiKey: KEY }],
           skills: [
             {
@@ -179,6 +185,10 @@ export async function startWebHarness(): Promise<WebHarness> {
       ],
     },
     env: { PORTAL_TOOL_URL_ALLOW: `${toolURL}/,${mcp.url}` },
+  });
+  opts.idp?.addClient({
+    clientId: 'portal-web',
+    redirectUris: [`${portal.baseURL}/v1/auth/oidc/acme/callback`],
   });
   // A browser that cannot start must not leave the portal's processes running behind the failed test.
   const browser = await chromium

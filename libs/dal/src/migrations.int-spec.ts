@@ -95,6 +95,7 @@ describe('migrations', () => {
       'PersonRequests1767484800000',
       'SkillSelectTraceOnly1767571200000',
       'McpServers1796311824000',
+      'UserOrigin1796400000000',
     ]);
     expect(await tables()).toEqual(TABLES);
   });
@@ -135,6 +136,7 @@ describe('migrations', () => {
       'PersonRequests1767484800000',
       'SkillSelectTraceOnly1767571200000',
       'McpServers1796311824000',
+      'UserOrigin1796400000000',
     ]);
     const rows = await db.dataSource.query(
       `SELECT org_id, turn_n, seq, text, tokens FROM person_requests ORDER BY turn_n, seq`,
@@ -183,6 +185,7 @@ describe('migrations', () => {
     expect(await runMigrations(db.url)).toEqual([
       'SkillSelectTraceOnly1767571200000',
       'McpServers1796311824000',
+      'UserOrigin1796400000000',
     ]);
     const rows = await db.dataSource.query(
       `SELECT turn_id, skill_ids FROM trace_entries WHERE turn_id = ANY($1)`,

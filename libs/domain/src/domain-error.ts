@@ -2,6 +2,7 @@
 export const ERROR_CODES = [
   'unauthorized',
   'forbidden',
+  'csrf',
   'not_found',
   'validation_failed',
   'skill_rejected',

@@ -9,9 +9,11 @@ import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 export class AccountController {
   constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {}
 
+  /** With a browser session, also the person's name and the CSRF token state-changing requests carry. */
   @Get('me')
   me(@Caller() caller: Principal): Principal {
-    return { userId: caller.userId, orgId: caller.orgId, role: caller.role };
+    const { userId, orgId, role, via, name, csrf } = caller;
+    return { userId, orgId, role, via, ...(name && { name }), ...(csrf && { csrf }) };
   }
 
   @Get('models')

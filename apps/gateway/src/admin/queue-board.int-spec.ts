@@ -1,5 +1,5 @@
-import { KEYS, startGateway, type Harness } from '../../test/gateway-harness.util';
-import { ADMIN_COOKIE } from './admin-session.service';
+import { followSignIn, setCookie, startTestIdp, type TestIdp } from '@portal/testing/oidc';
+import { KEYS, STANDARD_BOOTSTRAP, startGateway, type Harness } from '../../test/gateway-harness.util';
 
 let gw: Harness;
 beforeAll(async () => {
@@ -69,41 +69,52 @@ describe('the queue dashboard at /admin/queues', () => {
   });
 });
 
-describe('POST /v1/admin/session', () => {
-  it('is for admins: 401 without a key, 403 to a member', async () => {
-    expect((await gw.call('POST', '/v1/admin/session', { as: null })).status).toBe(401);
-    const member = await gw.call('POST', '/v1/admin/session', { as: 'bob' });
-    expect(member.status).toBe(403);
-    expect(member.body.error.code).toBe('forbidden');
+describe('the queue dashboard with a browser session', () => {
+  let idp: TestIdp;
+  let sso: Harness;
+  beforeAll(async () => {
+    idp = await startTestIdp();
+    const doc = structuredClone(STANDARD_BOOTSTRAP) as any;
+    doc.orgs[0].oidc = { issuer: idp.issuer, clientId: 'portal', roleClaim: 'portal_role' };
+    sso = await startGateway({ bootstrap: doc, env: { PORTAL_OPERATOR_ORGS: 'acme' } });
+    idp.addClient({ clientId: 'portal', redirectUris: [`${sso.url}/v1/auth/oidc/acme/callback`] });
+  });
+  afterAll(async () => {
+    await sso?.close();
+    await idp?.close();
   });
 
-  it('sets a cookie, scoped to the dashboard, that opens it in a browser without the key', async () => {
-    const res = await gw.call('POST', '/v1/admin/session', { as: 'carol' });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ dashboard: '/admin/queues', expiresAt: expect.any(String) });
-    const setCookie = res.headers.get('set-cookie') ?? '';
-    expect(setCookie).toMatch(new RegExp(`^${ADMIN_COOKIE}=[\\w-]{40,};`));
-    expect(setCookie).toContain('Path=/admin/queues');
-    expect(setCookie).toContain('HttpOnly');
-    expect(setCookie).toContain('SameSite=Strict');
-    expect(setCookie).toContain('Max-Age=1800');
-    const cookie = setCookie.split(';')[0];
+  /** The session cookie of `sub`, signed in through the provider as a browser would. */
+  async function session(sub: string, role: string): Promise<string> {
+    idp.signInAs({ sub, claims: { portal_role: role } });
+    const { callback, signIn } = await followSignIn(sso.url, 'acme');
+    const res = await fetch(callback, { redirect: 'manual', headers: { cookie: signIn } });
+    return setCookie(res, 'portal_session')!;
+  }
 
-    expect((await board('', { cookie })).status).toBe(200);
-    expect((await board('/api/queues', { cookie })).status).toBe(200);
-    expect((await board('', { cookie: `${ADMIN_COOKIE}=forged` })).status).toBe(401);
-    // The session is not an API key.
-    expect((await gw.call('GET', '/v1/me', { as: null, headers: { cookie } })).status).toBe(401);
+  const open = (cookie: string, path = '', init: RequestInit = {}) =>
+    fetch(`${sso.url}/admin/queues${path}`, { ...init, headers: { cookie, ...init.headers } });
+
+  it("opens it for an operator org's admin, not for a member", async () => {
+    const admin = await session('olga', 'admin');
+    expect((await open(admin)).status).toBe(200);
+    expect((await open(admin, '/api/queues')).status).toBe(200);
+    const member = await session('mia', 'member');
+    expect((await open(member)).status).toBe(403);
+    expect((await open('portal_session=forged')).status).toBe(401);
+    // The old dashboard-only session is gone.
+    expect((await sso.call('POST', '/v1/admin/session', { as: 'carol' })).status).toBe(404);
   });
 
-  it('lets a session in only while its user is an admin', async () => {
-    const res = await gw.call('POST', '/v1/admin/session', { as: 'carol' });
-    const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0];
-    await gw.db.dataSource.query(`UPDATE users SET role = 'member' WHERE id = 'carol'`);
-    try {
-      expect((await board('', { cookie })).status).toBe(403);
-    } finally {
-      await gw.db.dataSource.query(`UPDATE users SET role = 'admin' WHERE id = 'carol'`);
-    }
+  it("takes the board's own actions from the portal's origin only", async () => {
+    const admin = await session('otto', 'admin');
+    const pause = (origin?: string) =>
+      open(admin, '/api/queues/turns/pause', { method: 'PUT', headers: origin ? { origin } : {} });
+    const elsewhere = await pause('https://evil.example.com');
+    expect(elsewhere.status).toBe(403);
+    expect((await elsewhere.json()).error.code).toBe('csrf');
+    expect((await pause()).status).toBe(403);
+    expect((await pause(sso.url)).status).toBe(200);
+    await open(admin, '/api/queues/turns/resume', { method: 'PUT', headers: { origin: sso.url } });
   });
 });

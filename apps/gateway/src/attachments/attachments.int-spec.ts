@@ -19,7 +19,10 @@ import {
 import { QueueModule, QueueService, UploadHandOff } from '@portal/queue';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { ApiErrorFilter } from '../common/api-error.filter';
+import { Authenticator } from '../auth/authenticator.service';
+import { SessionService } from '../auth/session.service';
 import { AuthGuard } from '../common/auth.guard';
+import { GATEWAY_CONFIG } from '../config';
 import { AttachmentsModule } from './attachments.module';
 import { AttachmentsService } from './attachments.service';
 
@@ -73,6 +76,9 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
       AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs }),
     ],
     providers: [
+      { provide: GATEWAY_CONFIG, useValue: { redisUrl, prefix, sessionTtlMs: 60_000 } },
+      SessionService,
+      Authenticator,
       { provide: APP_GUARD, useClass: AuthGuard },
       { provide: APP_FILTER, useClass: ApiErrorFilter },
     ],

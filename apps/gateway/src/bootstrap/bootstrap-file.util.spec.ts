@@ -185,3 +185,35 @@ describe('readBootstrapFile', () => {
     for (const key of keys) expect(key).toMatch(/^pk_[A-Za-z0-9_-]{32}$/);
   });
 });
+
+describe('an org identity provider (oidc)', () => {
+  const oidc = (extra: Record<string, unknown> = {}) =>
+    withChange((doc) => {
+      doc.orgs[0].oidc = { issuer: 'https://login.example.com/realms/acme', clientId: 'portal', ...extra };
+    });
+
+  it('is read with its defaults, and its secret from the env var it names', () => {
+    const file = tempFile('b.json', JSON.stringify(oidc({ clientSecretEnv: 'ACME_OIDC_SECRET' })));
+    const doc = readBootstrapFile(file, { ...rules, env: { ACME_OIDC_SECRET: 's3cret' } });
+    expect(doc.orgs[0].oidc).toEqual({
+      issuer: 'https://login.example.com/realms/acme',
+      clientId: 'portal',
+      clientSecretEnv: 'ACME_OIDC_SECRET',
+      defaultRole: 'member',
+    });
+  });
+
+  it('refuses plain http but on localhost, an unset secret variable, an unknown role or field', () => {
+    expect(problemsOf(oidc({ issuer: 'http://login.example.com' }))).toContain(
+      'orgs[0].oidc.issuer: must be an https URL (plain http only for a provider on localhost)',
+    );
+    expect(() =>
+      readBootstrapFile(tempFile('b.json', JSON.stringify(oidc({ issuer: 'http://127.0.0.1:8080' }))), rules),
+    ).not.toThrow();
+    expect(problemsOf(oidc({ clientSecretEnv: 'ACME_OIDC_SECRET' }))).toContain(
+      'orgs[0].oidc.clientSecretEnv: ACME_OIDC_SECRET is not set',
+    );
+    expect(problemsOf(oidc({ defaultRole: 'owner' }))).toContain('orgs[0].oidc.defaultRole');
+    expect(problemsOf(oidc({ clientSecret: 'inline' }))).toContain('orgs[0].oidc (clientSecret)');
+  });
+});

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import type { Env } from '@portal/contracts';
 import type { ModelEntry } from '@portal/model';
 import { agentProblems } from '../agents/agent-rules.util';
+import { oidcProviders, oidcSchema } from '../auth/oidc-config';
 import { agentSchema, idSchema } from '../agents/agent.schemas';
 import { skillSchema } from '../skills/skill.schemas';
 
@@ -28,6 +30,7 @@ const orgSchema = z.strictObject({
   users: z.array(userSchema).default([]),
   skills: z.array(fileSkillSchema).default([]),
   agents: z.array(agentSchema).default([]),
+  oidc: oidcSchema.optional(),
 });
 
 /** API.md "Bootstrap file". */
@@ -54,7 +57,7 @@ function fieldName(path: readonly PropertyKey[]): string {
 /** Reads, parses and validates the file; every problem is listed, each naming the file and field. */
 export function readBootstrapFile(
   file: string,
-  rules: { catalogue: readonly ModelEntry[]; toolUrlAllow: readonly string[] },
+  rules: { catalogue: readonly ModelEntry[]; toolUrlAllow: readonly string[]; env?: Env },
 ): BootstrapFile {
   const fail = (problems: string[]): never => {
     throw new BootstrapError(`PORTAL_BOOTSTRAP_FILE ${file}:\n  - ${problems.join('\n  - ')}`);
@@ -81,7 +84,10 @@ export function readBootstrapFile(
       }),
     );
   }
-  const problems = crossCheck(parsed.data, rules);
+  const problems = [
+    ...crossCheck(parsed.data, rules),
+    ...oidcProviders(parsed.data.orgs, rules.env ?? {}).problems,
+  ];
   if (problems.length) fail(problems);
   return parsed.data;
 }

@@ -100,6 +100,30 @@ describe('the bootstrap file', () => {
   });
 });
 
+describe('a user the file no longer lists', () => {
+  it('is removed with their keys, and is back when listed again', async () => {
+    await service(fileEnv(STANDARD_BOOTSTRAP)).apply();
+    const users = new UserRepository(db.dataSource);
+    const withoutBob = structuredClone(STANDARD_BOOTSTRAP) as any;
+    withoutBob.orgs[0].users = withoutBob.orgs[0].users.filter((u: { id: string }) => u.id !== 'bob');
+    await service(fileEnv(withoutBob)).apply();
+    expect(await users.get('acme', 'bob')).toBeNull();
+    expect(await users.findByApiKey('pk_test_bob_member')).toBeNull();
+    expect(await users.get('acme', 'alice')).toEqual({ orgId: 'acme', id: 'alice', role: 'author' });
+    // Removed, not deleted: what bob wrote stays with the org.
+    expect(
+      await db.dataSource.query(`SELECT removed_at IS NOT NULL AS removed FROM users WHERE id = 'bob'`),
+    ).toEqual([{ removed: true }]);
+
+    await service(fileEnv(STANDARD_BOOTSTRAP)).apply();
+    expect(await users.findByApiKey('pk_test_bob_member')).toEqual({
+      orgId: 'acme',
+      id: 'bob',
+      role: 'member',
+    });
+  });
+});
+
 describe('without a bootstrap file', () => {
   it('creates the demo org, admin and agent, and a key only the first time', async () => {
     const first = await service({}).apply();
@@ -142,7 +166,7 @@ describe('without a bootstrap file', () => {
         as: null,
         headers: { authorization: `Bearer ${newDemoApiKey}` },
       });
-      expect(me.body).toEqual({ userId: 'demo', orgId: 'demo', role: 'admin' });
+      expect(me.body).toEqual({ userId: 'demo', orgId: 'demo', role: 'admin', via: 'apiKey' });
       const [{ count }] = await db.dataSource.query(
         `SELECT count(*)::int FROM api_keys WHERE org_id = 'demo'`,
       );

@@ -1,7 +1,9 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { AgentRepository, DalError, OrgRepository, SkillRepository, UserRepository } from '@portal/dal';
 import { findModel } from '@portal/model';
+import { oidcProviders } from '../auth/oidc-config';
+import { OidcService } from '../auth/oidc.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { BootstrapError, newApiKey, readBootstrapFile, type BootstrapFile } from './bootstrap-file.util';
 
@@ -14,7 +16,9 @@ export interface BootstrapResult {
 
 /**
  * Applies PORTAL_BOOTSTRAP_FILE at boot (before the gateway listens), in one transaction, with
- * upserts so a restart changes nothing. It adds API keys and never revokes one.
+ * upserts so a restart changes nothing. It adds API keys; a user the file no longer lists is
+ * removed (their keys go, their sessions are refused), unless a sign-in created them. The orgs'
+ * identity providers are handed to the OIDC sign-in.
  *
  * Without the file it makes sure the demo org, its admin `demo` and the agent `assistant` exist
  * without overwriting what people changed since; the demo user gets a key (printed in the log)
@@ -27,6 +31,7 @@ export class BootstrapService implements OnApplicationBootstrap {
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(DataSource) private readonly dataSource: DataSource,
+    @Optional() @Inject(OidcService) private readonly oidc?: OidcService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -44,6 +49,7 @@ export class BootstrapService implements OnApplicationBootstrap {
     if (!file) return { newDemoApiKey: await this.applyDemo() };
     const doc = readBootstrapFile(file, this.config);
     await this.dataSource.transaction((em) => this.applyFile(em, doc, file));
+    this.oidc?.use(oidcProviders(doc.orgs, this.config.env).providers);
     return { newDemoApiKey: null };
   }
 
@@ -67,6 +73,11 @@ export class BootstrapService implements OnApplicationBootstrap {
           );
         }
       }
+      const removed = await users.removeUnlisted(
+        org.id,
+        org.users.map((user) => user.id),
+      );
+      if (removed.length) this.logger.log(`Org "${org.id}": removed users ${removed.join(', ')}`);
       const skillIds = new Map<string, string>();
       for (const { owner, ...skill } of org.skills) {
         const stored = await skills.upsert(org.id, { ...skill, ownerId: owner });

@@ -7,6 +7,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   validation_failed: 400,
   unauthorized: 401,
   forbidden: 403,
+  csrf: 403,
   not_found: 404,
   compact_refused: 409,
   turn_paused: 409,

@@ -1,5 +1,6 @@
 import { ADMIN_PATHS } from '../admin/admin.openapi';
 import { ATTACHMENT_PATHS } from '../attachments/attachments.openapi';
+import { AUTH_PATHS } from '../auth/auth.openapi';
 import { BLOCK_KINDS, EFFORT_LEVELS, ERROR_CODES, TURN_STATUSES } from '@portal/domain';
 import type { OpenApiDocument, Operation, Parameter, Response, Schema } from './openapi.types';
 
@@ -141,12 +142,34 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       'request answers and cancel answer `{ turnId, status }`.',
   },
   components: {
-    securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key `pk_…`' } },
+    securitySchemes: {
+      apiKey: { type: 'http', scheme: 'bearer', description: 'An API key `pk_…`' },
+      session: {
+        type: 'apiKey',
+        in: 'cookie',
+        name: 'portal_session',
+        description:
+          'A browser session (GET /v1/auth/oidc/{orgId}/login); state-changing requests add X-Portal-CSRF',
+      },
+    },
     schemas: {
       Error: object({
         error: object({ code: { type: 'string', enum: [...ERROR_CODES, 'internal'] }, message: str }),
       }),
-      Me: object({ userId: str, orgId: str, role: { type: 'string', enum: ['member', 'author', 'admin'] } }),
+      Me: object(
+        {
+          userId: str,
+          orgId: str,
+          role: { type: 'string', enum: ['member', 'author', 'admin'] },
+          via: { type: 'string', enum: ['apiKey', 'oidc'] },
+          name: str,
+          csrf: {
+            ...str,
+            description: 'Browser sessions: the X-Portal-CSRF token of state-changing requests',
+          },
+        },
+        ['name', 'csrf'],
+      ),
       Model: object({
         id: str,
         contextWindow: int,
@@ -275,10 +298,11 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       },
     },
   },
-  security: [{ apiKey: [] }],
+  security: [{ apiKey: [] }, { session: [] }],
   paths: {
     ...ATTACHMENT_PATHS,
     ...ADMIN_PATHS,
+    ...AUTH_PATHS,
     '/v1/me': { get: op('The caller', { responses: { 200: ok('The caller', ref('Me')), ...errors() } }) },
     '/v1/models': {
       get: op('The model catalogue, without keys or URLs', {

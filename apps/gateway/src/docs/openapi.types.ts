@@ -52,7 +52,11 @@ export interface OpenApiDocument {
   openapi: '3.1.0';
   info: { title: string; version: string; description?: string };
   components: {
-    securitySchemes: Record<string, { type: 'http'; scheme: 'bearer'; description?: string }>;
+    securitySchemes: Record<
+      string,
+      | { type: 'http'; scheme: 'bearer'; description?: string }
+      | { type: 'apiKey'; in: 'cookie'; name: string; description?: string }
+    >;
     schemas: Record<string, Schema>;
   };
   security: Record<string, string[]>[];

@@ -122,7 +122,9 @@ describe('API key lookup', () => {
     const root = path.resolve(__dirname, '..', '..', '..', '..');
     const files = [
       'apps/gateway/src/common/auth.guard.ts',
-      'apps/gateway/src/admin/admin-session.service.ts',
+      'apps/gateway/src/auth/authenticator.service.ts',
+      'apps/gateway/src/auth/session.service.ts',
+      'apps/gateway/src/auth/oidc.service.ts',
       'libs/dal/src/repositories/user.repository.ts',
       'libs/dal/src/api-key.util.ts',
     ];
@@ -139,8 +141,8 @@ describe('API key lookup', () => {
         compares: false,
       });
     }
-    // The guard hands the key to the hashed lookup and nothing else.
-    const guard = readFileSync(path.join(root, 'apps/gateway/src/common/auth.guard.ts'), 'utf8');
+    // The authenticator hands the key to the hashed lookup and nothing else.
+    const guard = readFileSync(path.join(root, 'apps/gateway/src/auth/authenticator.service.ts'), 'utf8');
     expect(guard).toMatch(/this\.users\.findByApiKey\(apiKey\)/);
   });
 });

@@ -13,6 +13,14 @@ export class UserEntity {
   @Column({ type: 'text' })
   role!: UserRole;
 
+  /** `file`: listed by the bootstrap file; `oidc`: created by a first sign-in through the org's provider. */
+  @Column({ type: 'text', default: 'file' })
+  origin!: 'file' | 'oidc';
+
+  /** Set once the bootstrap file no longer lists a `file` user: they sign in no more. */
+  @Column({ name: 'removed_at', type: 'timestamptz', nullable: true })
+  removedAt!: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 }

@@ -4,6 +4,7 @@ import { PersonTextIndexes1767398400000 } from './1767398400000-person-text-inde
 import { PersonRequests1767484800000 } from './1767484800000-person-requests';
 import { SkillSelectTraceOnly1767571200000 } from './1767571200000-skill-select-trace-only';
 import { McpServers1796311824000 } from './1796311824000-mcp-servers';
+import { UserOrigin1796400000000 } from './1796400000000-user-origin';
 
 /** Every migration, oldest first. Hand-written; the schema is never synchronised from entities. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   PersonRequests1767484800000,
   SkillSelectTraceOnly1767571200000,
   McpServers1796311824000,
+  UserOrigin1796400000000,
 ];

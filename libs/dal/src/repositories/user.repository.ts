@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager } from 'typeorm';
+import { IsNull, type EntityManager } from 'typeorm';
 import { hashApiKey } from '../api-key.util';
 import { type Db, managerOf } from '../db.util';
 import { DalError } from '../errors';
@@ -15,14 +15,55 @@ export class UserRepository {
     this.em = managerOf(db);
   }
 
+  /** A user the bootstrap file lists (listed again after a removal, they are back). */
   async upsert(orgId: string, userId: string, role: UserRole): Promise<User> {
-    await this.em.getRepository(UserEntity).upsert({ orgId, id: userId, role }, ['orgId', 'id']);
+    await this.em
+      .getRepository(UserEntity)
+      .upsert({ orgId, id: userId, role, origin: 'file', removedAt: null }, ['orgId', 'id']);
     return { orgId, id: userId, role };
   }
 
+  /** The user, unless removed from the bootstrap file. */
   async get(orgId: string, userId: string): Promise<User | null> {
-    const row = await this.em.getRepository(UserEntity).findOneBy({ orgId, id: userId });
+    const row = await this.em.getRepository(UserEntity).findOneBy({ orgId, id: userId, removedAt: IsNull() });
     return row && toUser(row);
+  }
+
+  /**
+   * Marks the org's file users that `listed` no longer names as removed and drops their API keys;
+   * users created by a sign-in are not the file's to remove. Returns the removed ids.
+   */
+  async removeUnlisted(orgId: string, listed: readonly string[]): Promise<string[]> {
+    const rows: { id: string }[] = await this.em.query(
+      `UPDATE users SET removed_at = now()
+        WHERE org_id = $1 AND origin = 'file' AND removed_at IS NULL AND NOT (id = ANY($2::text[]))
+        RETURNING id`,
+      [orgId, listed],
+    );
+    const ids = rows.map((r) => r.id);
+    if (ids.length)
+      await this.em.query(`DELETE FROM api_keys WHERE org_id = $1 AND user_id = ANY($2)`, [orgId, ids]);
+    return ids;
+  }
+
+  /**
+   * The user an identity provider's `sub` signs in as: created on the first sign-in with `role ??
+   * defaultRole`; a known user takes `role` when the provider sent one. Null for a removed user.
+   */
+  async signIn(
+    orgId: string,
+    sub: string,
+    role: UserRole | null,
+    defaultRole: UserRole,
+  ): Promise<User | null> {
+    const rows: { role: UserRole; removed: boolean }[] = await this.em.query(
+      `INSERT INTO users (org_id, id, role, origin) VALUES ($1, $2, $3, 'oidc')
+       ON CONFLICT (org_id, id) DO UPDATE SET role = COALESCE($4, users.role)
+       RETURNING role, removed_at IS NOT NULL AS removed`,
+      [orgId, sub, role ?? defaultRole, role],
+    );
+    const [row] = rows;
+    return row.removed ? null : { orgId, id: sub, role: row.role };
   }
 
   /** Stores the key's sha256. Idempotent; a key already held by another user is an error. */
@@ -59,6 +100,7 @@ export class UserRepository {
       .createQueryBuilder('u')
       .innerJoin(ApiKeyEntity, 'k', 'k.orgId = u.orgId AND k.userId = u.id')
       .where('k.keyHash = :keyHash', { keyHash: hashApiKey(apiKey) })
+      .andWhere('u.removedAt IS NULL')
       .getOne();
     return row && toUser(row);
   }
