@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AttachmentRepository, PDF_TYPE, type PageText } from '@portal/dal';
+import { AttachmentRepository, PDF_TYPE, wholeTextChars, type PageText } from '@portal/dal';
 import { INGEST_CONFIG, type IngestLimits } from './config';
 import type { IngestContext } from './ingest.types';
 import { UnreadableFileError } from './media/media.errors';
@@ -99,7 +99,6 @@ export class DocumentIngestService {
     const { pageBatch, progressMs } = this.config.limits;
     const unreadablePages: number[] = [];
     const texts: string[] = [];
-    let chars = 0;
     let batch: PageText[] = [];
 
     // Batches asked for and not yet taken, oldest first: one per reader the source has, and one
@@ -144,7 +143,6 @@ export class DocumentIngestService {
         const text = raw === null ? '' : storablePage(raw);
         if (raw === null || text.trim() === '') unreadablePages.push(from + i);
         texts.push(text);
-        chars += text.length;
         batch.push({ page: from + i, text });
       }
       from = to + 1;
@@ -167,7 +165,7 @@ export class DocumentIngestService {
         pagesRead: pageCount,
         unreadablePages,
         headings: headingsOf(texts),
-        chars,
+        chars: wholeTextChars(texts),
       },
       { lastPage: pageCount },
     );

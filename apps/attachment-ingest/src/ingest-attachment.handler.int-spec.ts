@@ -364,6 +364,16 @@ describe('text documents', () => {
     expect(await attachments.getPage(ORG, json.id, 1)).toBe('{"Title": "Báo cáo", "items": [1, 2]}');
   });
 
+  it('counts `chars` as the text a model reads: code points of the pages joined by a blank line', async () => {
+    const text = `${'Tiếng Việt 😀👩‍👩‍👧\n'.repeat(120)}`;
+    const manifest = await ingest(Buffer.from(text), 'notes.txt');
+    const pages = await attachments.getPages(ORG, manifest.id);
+    expect(pages.length).toBeGreaterThan(1);
+    const sent = (await attachments.getTexts(ORG, [manifest.id])).get(manifest.id)!;
+    expect(sent).toBe(pages.map((p) => p.text).join('\n\n'));
+    expect(manifest.chars).toBe([...sent].length);
+  });
+
   it('fails a text file that is not UTF-8 with the reason', async () => {
     const manifest = await ingest(Buffer.from('Caf\xe9 cr\xe8me', 'latin1'), 'latin1.txt');
     expect(manifest).toMatchObject({

@@ -8,6 +8,7 @@ import {
 import type { ModelEntry } from '@portal/model';
 import {
   buildCatalogue,
+  fitsInline,
   isSelectable,
   type AssembleInput,
   type AttachmentForPrompt,
@@ -190,7 +191,7 @@ export class PromptInputLoader {
     if (!ids.length) return {};
     const manifests = new Map((await this.attachments.getManifests(orgId, ids)).map((a) => [a.id, a]));
     const inlinable = [...manifests.values()].filter(
-      (a) => a.kind === 'document' && a.status === 'finished' && (a.chars ?? 0) <= limits.INLINE_DOC_CHARS,
+      (a) => a.kind === 'document' && a.status === 'finished' && fitsInline(a.chars ?? 0, limits),
     );
     const pictureIds = model.vision ? recentPictureIds(userMessages, manifests, limits.PICTURE_MESSAGES) : [];
     const [texts, pictures] = await Promise.all([
