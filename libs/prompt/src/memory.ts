@@ -317,6 +317,11 @@ export interface NewMessage {
   attachmentIds: readonly string[];
 }
 
+/** The user messages among `entries`, in order: the ones the attachment plan reads. */
+export function userSegments(entries: readonly Entry[]): UserSegment[] {
+  return entries.flatMap((e) => (e.role === 'user' ? e.segments : []));
+}
+
 /**
  * Layers 5 and 6 as entries: memory, the new message, then the current turn in the order it
  * happened: its calls and results whole, steering where it arrived, answer text that steering

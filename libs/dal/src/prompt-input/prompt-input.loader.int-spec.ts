@@ -192,6 +192,54 @@ describe('PromptInputLoader.load', () => {
     expect(user).toContain('Compare with this.');
   });
 
+  it('loads only the pictures of messages memory shows: none hidden behind a compaction', async () => {
+    const conversationId = await newConversation(ds, ORG);
+    const picture = async () => {
+      const id = await attachment(conversationId, 'picture', {
+        picture: { width: 10, height: 10, originalWidth: 10, originalHeight: 10 },
+      });
+      await blobs.put({ orgId: ORG, attachmentId: id, variant: 'reduced' }, PNG);
+      return id;
+    };
+    const [hidden, shown] = [await picture(), await picture()];
+    const turns = new TurnRepository(ds);
+    const blocks = new BlockRepository(ds);
+    // Turn 1 was compacted while it ran: its opening message (and picture) is behind the summary.
+    const first = await turns.createWithUserMessage(ORG, {
+      conversationId,
+      effort: 'low',
+      model: 'gpt-test',
+      text: 'Look at this.',
+      attachmentIds: [hidden],
+    });
+    const reply = await blocks.addMessage(ORG, first!.turn.id, 'assistant');
+    await blocks.appendNext(ORG, reply!.id, [
+      {
+        kind: 'compaction',
+        summary: 'Summary of turns 1–1',
+        trigger: 'AUTO',
+        coversTurns: { from: 1, to: 1 },
+      },
+      answer('Seen.'),
+    ]);
+    await turns.updateStatus(ORG, first!.turn.id, 'completed');
+    const second = await turns.createWithUserMessage(ORG, {
+      conversationId,
+      effort: 'low',
+      model: 'gpt-test',
+      text: 'And this one.',
+      attachmentIds: [shown],
+    });
+
+    const input = await loader.load(ORG, await turnOf(second!.turn.id), options());
+    expect(input.assemble.window.turns[0].messages[0].attachmentIds).toEqual([hidden]);
+    expect(Object.keys(input.assemble.attachments)).toEqual([shown]);
+    expect(input.assemble.attachments[shown].imageUrl).toBeDefined();
+    const user = JSON.stringify(assemblePrompt(input.assemble).messages.filter((m) => m.role === 'user'));
+    expect(user).not.toContain(hidden);
+    expect(user).toContain(`[Attachment ${shown}: photo.png (image/png, picture)] — picture attached`);
+  });
+
   it('sends no picture to a model that cannot see', async () => {
     const c = await conversationWithAttachments();
     const input = await loader.load(

@@ -1,18 +1,16 @@
-import {
-  DomainError,
-  type AttachmentManifest,
-  type MemoryWindow,
-  type Message,
-  type Turn,
-} from '@portal/domain';
+import { DomainError, type Message, type Turn } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import {
   buildCatalogue,
+  conversationEntries,
   fitsInline,
   isSelectable,
+  planAttachments,
+  userSegments,
   type AssembleInput,
   type AttachmentForPrompt,
   type Limits,
+  type UserSegment,
 } from '@portal/prompt';
 import type { BlobStore } from '../attachments/blob-store';
 import type { Db } from '../db.util';
@@ -101,8 +99,9 @@ export class PromptInputLoader {
     );
     const [opening, ...currentTurn] = messages;
     if (opening?.role !== 'user') throw new DomainError('not_found', `turn ${turnId} has no user message`);
-    const userMessages = [...windowUserMessages(window), ...messages.filter((m) => m.role === 'user')];
-    const attachments = await this.loadAttachments(orgId, userMessages, model, opts.limits);
+    const newMessage = { text: messageText(opening), attachmentIds: opening.attachmentIds };
+    const shown = userSegments(conversationEntries(window, newMessage, currentTurn, opts.limits));
+    const attachments = await this.loadAttachments(orgId, shown, model, opts.limits);
     return {
       turn,
       conversation,
@@ -115,7 +114,7 @@ export class PromptInputLoader {
         selectedSkills,
         catalogue,
         window,
-        newMessage: { text: messageText(opening), attachmentIds: opening.attachmentIds },
+        newMessage,
         currentTurn,
         attachments,
         model,
@@ -145,7 +144,8 @@ export class PromptInputLoader {
       { id: conversation.userId },
       [],
     );
-    const userMessages = windowUserMessages(window);
+    const newMessage = { text: '', attachmentIds: [] };
+    const shown = userSegments(conversationEntries(window, newMessage, [], opts.limits));
     return {
       conversation,
       agent,
@@ -156,9 +156,9 @@ export class PromptInputLoader {
         selectedSkills: [],
         catalogue,
         window,
-        newMessage: { text: '', attachmentIds: [] },
+        newMessage,
         currentTurn: [],
-        attachments: await this.loadAttachments(orgId, userMessages, model, opts.limits),
+        attachments: await this.loadAttachments(orgId, shown, model, opts.limits),
         model,
         limits: opts.limits,
       },
@@ -177,23 +177,31 @@ export class PromptInputLoader {
   }
 
   /**
-   * Manifests of every attachment the messages carry; the whole text of finished documents short
-   * enough to go inline; data URLs of the reduced pictures of the PICTURE_MESSAGES newest
-   * picture-bearing messages (the only ones the prompt may send), and only for a model that sees.
+   * Manifests of every attachment the messages shown carry (`shown`: the user messages of the
+   * assembled memory and turn, as the prompt plans them); the whole text of finished documents
+   * short enough to go inline; data URLs of the pictures the prompt's own plan sends (the
+   * PICTURE_MESSAGES newest picture-bearing messages shown, for a model that sees).
    */
   private async loadAttachments(
     orgId: string,
-    userMessages: readonly Message[],
+    shown: readonly UserSegment[],
     model: ModelEntry,
     limits: Limits,
   ): Promise<Record<string, AttachmentForPrompt>> {
-    const ids = unique(userMessages.flatMap((m) => m.attachmentIds));
+    const ids = unique(shown.flatMap((s) => s.attachmentIds));
     if (!ids.length) return {};
     const manifests = new Map((await this.attachments.getManifests(orgId, ids)).map((a) => [a.id, a]));
     const inlinable = [...manifests.values()].filter(
       (a) => a.kind === 'document' && a.status === 'finished' && fitsInline(a.chars ?? 0, limits),
     );
-    const pictureIds = model.vision ? recentPictureIds(userMessages, manifests, limits.PICTURE_MESSAGES) : [];
+    const plans = planAttachments(shown, Object.fromEntries(manifests), limits, model.vision !== null);
+    const pictureIds = unique(
+      shown.flatMap((s) =>
+        plans.get(s)?.pictures === 'send'
+          ? s.attachmentIds.filter((id) => manifests.get(id)?.kind === 'picture')
+          : [],
+      ),
+    );
     const [texts, pictures] = await Promise.all([
       this.attachments.getTexts(
         orgId,
@@ -233,29 +241,6 @@ function unique<T>(values: readonly T[]): T[] {
 
 function messageText(message: Message): string {
   return message.blocks.flatMap((b) => (b.kind === 'text' ? [b.text] : [])).join('\n\n');
-}
-
-function windowUserMessages(window: MemoryWindow): Message[] {
-  return window.turns.flatMap((t) =>
-    t.turn.kind === 'compaction' ? [] : t.messages.filter((m) => m.role === 'user'),
-  );
-}
-
-function recentPictureIds(
-  messages: readonly Message[],
-  manifests: ReadonlyMap<string, AttachmentManifest>,
-  pictureMessages: number,
-): string[] {
-  const ids: string[] = [];
-  let taken = 0;
-  for (let i = messages.length - 1; i >= 0 && taken < pictureMessages; i--) {
-    const pictures = messages[i].attachmentIds.filter((id) => manifests.get(id)?.kind === 'picture');
-    if (pictures.length) {
-      ids.push(...pictures);
-      taken += 1;
-    }
-  }
-  return unique(ids);
 }
 
 const IMAGE_SIGNATURES: ReadonlyArray<[mime: string, matches: (b: Buffer) => boolean]> = [
