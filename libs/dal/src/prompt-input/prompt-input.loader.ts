@@ -13,6 +13,7 @@ import {
   type UserSegment,
 } from '@portal/prompt';
 import type { BlobStore } from '../attachments/blob-store';
+import { PictureCopies } from '../attachments/picture-copies';
 import type { Db } from '../db.util';
 import type { Agent, Conversation, Skill } from '../records.types';
 import { AttachmentRepository } from '../repositories/attachment.repository';
@@ -55,12 +56,11 @@ export class PromptInputLoader {
   private readonly blocks: BlockRepository;
   private readonly windows: WindowRepository;
   private readonly attachments: AttachmentRepository;
+  private readonly pictures: PictureCopies;
 
-  /** `blobs` holds the reduced pictures a vision model reads. */
-  constructor(
-    db: Db,
-    private readonly blobs: BlobStore,
-  ) {
+  /** `blobs` holds the originals and the copies reduced for each size limit a model reads. */
+  constructor(db: Db, blobs: BlobStore) {
+    this.pictures = new PictureCopies(blobs);
     this.conversations = new ConversationRepository(db);
     this.skills = new SkillRepository(db);
     this.blocks = new BlockRepository(db);
@@ -202,13 +202,17 @@ export class PromptInputLoader {
           : [],
       ),
     );
+    const vision = model.vision;
     const [texts, pictures] = await Promise.all([
       this.attachments.getTexts(
         orgId,
         inlinable.map((a) => a.id),
       ),
       Promise.all(
-        pictureIds.map((attachmentId) => this.blobs.get({ orgId, attachmentId, variant: 'reduced' })),
+        pictureIds.map((attachmentId) => {
+          const picture = manifests.get(attachmentId)?.picture;
+          return picture && vision ? this.pictures.get({ orgId, attachmentId }, picture, vision) : null;
+        }),
       ),
     ]);
     const out: Record<string, AttachmentForPrompt> = {};
@@ -216,8 +220,12 @@ export class PromptInputLoader {
       const entry: AttachmentForPrompt = { ...manifest };
       const text = texts.get(id);
       if (text !== undefined) entry.text = text;
-      const reduced = pictures[pictureIds.indexOf(id)];
-      if (reduced) entry.imageUrl = dataUrl(reduced, manifest.mimeType);
+      const copy = pictures[pictureIds.indexOf(id)];
+      if (copy && manifest.picture) {
+        // The prompt names, and the token estimate counts, the size this model is sent.
+        entry.picture = { ...manifest.picture, width: copy.width, height: copy.height };
+        entry.imageUrl = dataUrl(copy.data, manifest.mimeType);
+      }
       out[id] = entry;
     }
     return out;
