@@ -379,13 +379,19 @@ describe('text documents', () => {
     expect(manifest.chars).toBe([...sent].length);
   });
 
-  it('fails a text file that is not UTF-8 with the reason', async () => {
-    const manifest = await ingest(Buffer.from('Caf\xe9 cr\xe8me', 'latin1'), 'latin1.txt');
-    expect(manifest).toMatchObject({
-      status: 'failed',
-      error: 'the file is not valid UTF-8 text',
-      pagesRead: 0,
-    });
+  it('reads a UTF-16 text by its byte order mark, little- or big-endian', async () => {
+    const text = '# Tiếng Việt\n\nCà phê sữa đá 😀';
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(text, 'utf16le').swap16()]);
+    for (const bytes of [le, be]) {
+      const manifest = await ingest(bytes, 'notes.md');
+      expect(manifest).toMatchObject({
+        status: 'finished',
+        mimeType: 'text/markdown',
+        headings: ['Tiếng Việt'],
+      });
+      expect((await attachments.getPages(ORG, manifest.id)).map((p) => p.text)).toEqual([text]);
+    }
   });
 });
 
