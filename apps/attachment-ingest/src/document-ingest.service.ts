@@ -1,12 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AttachmentRepository, PDF_TYPE, type PageText } from '@portal/dal';
+import { AttachmentRepository, decodeText, PDF_TYPE, wholeTextChars, type PageText } from '@portal/dal';
 import { INGEST_CONFIG, type IngestLimits } from './config';
 import type { IngestContext } from './ingest.types';
 import { UnreadableFileError } from './media/media.errors';
 import { PdfRepository } from './media/pdf.repository';
 import { textHeadings } from './text/headings.util';
 import { storablePage, storableText } from './text/storable-text.util';
-import { decodeUtf8, splitTextPages } from './text/text-pages.util';
+import { splitTextPages } from './text/text-pages.util';
 
 /** Types whose lines are data, not prose: no headings are looked for. */
 const DATA_TYPES = new Set(['text/csv', 'application/json']);
@@ -43,8 +43,9 @@ export class DocumentIngestService {
   }
 
   private async readText(ctx: IngestContext, bytes: Buffer): Promise<void> {
-    const decoded = decodeUtf8(bytes);
-    if (decoded === null) throw new UnreadableFileError('the file is not valid UTF-8 text');
+    // The gateway refused any other encoding; this guards a file stored some other way.
+    const decoded = decodeText(bytes);
+    if (decoded === null) throw new UnreadableFileError('the file is not UTF-8 or UTF-16 text');
     const text = storableText(decoded);
     const pages = splitTextPages(text, this.config.limits.textPageChars);
     if (!pages.length) throw new UnreadableFileError('the file holds no text');
@@ -99,7 +100,6 @@ export class DocumentIngestService {
     const { pageBatch, progressMs } = this.config.limits;
     const unreadablePages: number[] = [];
     const texts: string[] = [];
-    let chars = 0;
     let batch: PageText[] = [];
 
     // Batches asked for and not yet taken, oldest first: one per reader the source has, and one
@@ -144,7 +144,6 @@ export class DocumentIngestService {
         const text = raw === null ? '' : storablePage(raw);
         if (raw === null || text.trim() === '') unreadablePages.push(from + i);
         texts.push(text);
-        chars += text.length;
         batch.push({ page: from + i, text });
       }
       from = to + 1;
@@ -167,7 +166,7 @@ export class DocumentIngestService {
         pagesRead: pageCount,
         unreadablePages,
         headings: headingsOf(texts),
-        chars,
+        chars: wholeTextChars(texts),
       },
       { lastPage: pageCount },
     );

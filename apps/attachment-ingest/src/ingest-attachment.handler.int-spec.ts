@@ -8,6 +8,7 @@ import {
   AttachmentRepository,
   AttachmentToolsService,
   PostgresBlobStore,
+  reducedVariant,
   detectAttachmentType,
   type BlobStore,
   type BlobVariant,
@@ -100,6 +101,9 @@ async function upload(
 }
 
 const blob = (attachmentId: string, variant: BlobVariant) => blobs.get({ orgId: ORG, attachmentId, variant });
+/** The copy made at ingest: for the conversation's model (gpt-test), else the largest limits. */
+const OWN = reducedVariant(CATALOGUE[0].vision!);
+const LARGEST = reducedVariant({ maxLongSide: 2048, maxShortSide: 768 });
 
 const job = () => ({ attemptsMade: 0, signal: new AbortController().signal });
 
@@ -154,7 +158,7 @@ describe('pictures', () => {
       error: null,
       picture: { width: 300, height: 200, originalWidth: 300, originalHeight: 200 },
     });
-    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, OWN))!).metadata();
     expect(reduced).toMatchObject({ format: 'png', width: 300, height: 200 });
     expect(reduced.exif).toBeUndefined();
     expect(reduced.xmp).toBeUndefined();
@@ -166,7 +170,7 @@ describe('pictures', () => {
     expect((await sharp(jpeg).metadata()).orientation).toBe(6);
     const manifest = await ingest(jpeg, 'photo.jpg');
     expect(manifest.picture).toEqual({ width: 100, height: 300, originalWidth: 100, originalHeight: 300 });
-    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, OWN))!).metadata();
     expect(reduced).toMatchObject({ format: 'jpeg', width: 100, height: 300 });
     expect(reduced.orientation).toBeUndefined();
     expect(reduced.exif).toBeUndefined();
@@ -179,7 +183,7 @@ describe('pictures', () => {
       status: 'finished',
       picture: { width: 64, height: 48 },
     });
-    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, OWN))!).metadata();
     expect(reduced.format).toBe('webp');
   });
 
@@ -196,7 +200,7 @@ describe('pictures', () => {
       status: 'finished',
       picture: { width: 40, height: 20 },
     });
-    const reduced = (await blob(manifest.id, 'reduced'))!;
+    const reduced = (await blob(manifest.id, OWN))!;
     expect((await sharp(reduced).metadata()).pages ?? 1).toBe(1);
     const { data } = await sharp(reduced).raw().toBuffer({ resolveWithObject: true });
     expect([data[0], data[1], data[2]]).toEqual([255, 0, 0]);
@@ -206,7 +210,7 @@ describe('pictures', () => {
     const png = await solid(3000, 1500).png().toBuffer();
     const manifest = await ingest(png, 'large.png');
     expect(manifest.picture).toEqual({ width: 1000, height: 500, originalWidth: 3000, originalHeight: 1500 });
-    const reduced = await sharp((await blob(manifest.id, 'reduced'))!).metadata();
+    const reduced = await sharp((await blob(manifest.id, OWN))!).metadata();
     expect(reduced).toMatchObject({ width: 1000, height: 500 });
     expect(await blob(manifest.id, 'original')).toEqual(png);
   });
@@ -216,6 +220,7 @@ describe('pictures', () => {
       conversation: null,
     });
     expect(manifest.picture).toEqual({ width: 1536, height: 768, originalWidth: 3000, originalHeight: 1500 });
+    expect(await sharp((await blob(manifest.id, LARGEST))!).metadata()).toMatchObject({ width: 1536 });
   });
 
   it('refuses a decompression bomb by its dimensions before decoding it', async () => {
@@ -223,7 +228,7 @@ describe('pictures', () => {
     expect(manifest.status).toBe('failed');
     expect(manifest.error).toBe('the picture is 60000×60000 pixels, more than the limit of 50000000 pixels');
     expect(manifest.picture).toBeNull();
-    expect(await blob(manifest.id, 'reduced')).toBeNull();
+    expect(await blob(manifest.id, OWN)).toBeNull();
   });
 
   it('fails a corrupt picture with the reason', async () => {
@@ -243,7 +248,7 @@ describe('pictures', () => {
       handler({}, attachments, full).handle({ orgId: ORG, attachmentId: id }, job()),
     ).rejects.toThrow('the volume is full');
     expect(await attachments.getManifest(ORG, id)).toMatchObject({ status: 'reading', picture: null });
-    expect(await blob(id, 'reduced')).toBeNull();
+    expect(await blob(id, OWN)).toBeNull();
   });
 });
 
@@ -277,9 +282,9 @@ describe('PDF documents', () => {
       { page: 2, text: '' },
       { page: 3, text: 'Outlook\nThe outlook for revenue is good.' },
     ]);
+    // The whole text as a model reads it: the pages joined by a blank line, the empty one too.
     expect(manifest.chars).toBe(
-      'Quarterly report\nRevenue grew in the north.'.length +
-        'Outlook\nThe outlook for revenue is good.'.length,
+      'Quarterly report\nRevenue grew in the north.\n\n\n\nOutlook\nThe outlook for revenue is good.'.length,
     );
   });
 
@@ -334,13 +339,13 @@ describe('text documents', () => {
       mimeType: 'text/plain',
       status: 'finished',
       unreadablePages: [],
-      chars: SEED_VI.length,
     });
     expect(manifest.pageCount).toBeGreaterThanOrEqual(pageCount);
     expect(manifest.pagesRead).toBe(manifest.pageCount);
     expect(manifest.headings.slice(0, 3)).toEqual(['Dựng prompt', 'Quy tắc chính', 'Ghép lượt']);
     const pages = await attachments.getPages(ORG, manifest.id);
     expect(pages.map((p) => p.text).join('')).toBe(SEED_VI.normalize('NFC'));
+    expect(manifest.chars).toBe([...SEED_VI.normalize('NFC')].length + 2 * (pages.length - 1));
 
     const hits = await attachments.search(ORG, [manifest.id], 'nén ngữ cảnh');
     expect(hits.length).toBeGreaterThan(0);
@@ -364,13 +369,29 @@ describe('text documents', () => {
     expect(await attachments.getPage(ORG, json.id, 1)).toBe('{"Title": "Báo cáo", "items": [1, 2]}');
   });
 
-  it('fails a text file that is not UTF-8 with the reason', async () => {
-    const manifest = await ingest(Buffer.from('Caf\xe9 cr\xe8me', 'latin1'), 'latin1.txt');
-    expect(manifest).toMatchObject({
-      status: 'failed',
-      error: 'the file is not valid UTF-8 text',
-      pagesRead: 0,
-    });
+  it('counts `chars` as the text a model reads: code points of the pages joined by a blank line', async () => {
+    const text = `${'Tiếng Việt 😀👩‍👩‍👧\n'.repeat(120)}`;
+    const manifest = await ingest(Buffer.from(text), 'notes.txt');
+    const pages = await attachments.getPages(ORG, manifest.id);
+    expect(pages.length).toBeGreaterThan(1);
+    const sent = (await attachments.getTexts(ORG, [manifest.id])).get(manifest.id)!;
+    expect(sent).toBe(pages.map((p) => p.text).join('\n\n'));
+    expect(manifest.chars).toBe([...sent].length);
+  });
+
+  it('reads a UTF-16 text by its byte order mark, little- or big-endian', async () => {
+    const text = '# Tiếng Việt\n\nCà phê sữa đá 😀';
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(text, 'utf16le').swap16()]);
+    for (const bytes of [le, be]) {
+      const manifest = await ingest(bytes, 'notes.md');
+      expect(manifest).toMatchObject({
+        status: 'finished',
+        mimeType: 'text/markdown',
+        headings: ['Tiếng Việt'],
+      });
+      expect((await attachments.getPages(ORG, manifest.id)).map((p) => p.text)).toEqual([text]);
+    }
   });
 });
 
@@ -512,7 +533,7 @@ describe("the gateway's hand-off", () => {
       status: 'finished',
       picture: { originalWidth: 1600, originalHeight: 900 },
     });
-    expect(await blob(id, 'reduced')).not.toBeNull();
+    expect(await blob(id, OWN)).not.toBeNull();
     expect(await handoff.take({ orgId: ORG, attachmentId: id })).toBeNull();
   });
 

@@ -1,49 +1,47 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { BLOB_STORE, type BlobStore } from '@portal/dal';
+import { BLOB_STORE, PictureCopies, PictureRenderError, type BlobStore } from '@portal/dal';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import type { IngestContext } from './ingest.types';
 import { ImageRepository } from './media/image.repository';
 import { UnreadableFileError } from './media/media.errors';
-import { fitWithin, visionLimitsFor } from './picture-size.util';
+import { visionLimitsFor } from './picture-size.util';
 
 /**
- * A picture: decoded with a pixel limit, oriented, stripped of metadata and reduced to the
- * limits of the model that will read it (see visionLimitsFor). The original stays as uploaded,
- * so a later re-reduction for another model is possible; the `reduced` blob is what models get,
- * in the original's format (a GIF's first frame as a GIF).
+ * A picture: its header probed (format, size after EXIF orientation, pixel limit), then its copy
+ * reduced to the limits of the model that will most likely read it (see visionLimitsFor) made
+ * and stored, so the first turn finds it ready and a picture whose pixels cannot be decoded fails
+ * here. A model with other limits gets its own copy from the original when it first reads it
+ * (PictureCopies). The manifest's width and height are this copy's.
  */
 @Injectable()
 export class PictureIngestService {
+  private readonly copies: PictureCopies;
+
   constructor(
-    @Inject(BLOB_STORE) private readonly blobs: BlobStore,
+    @Inject(BLOB_STORE) blobs: BlobStore,
     @Inject(ImageRepository) private readonly images: ImageRepository,
     @Inject(INGEST_CONFIG) private readonly config: Pick<AttachmentIngestConfig, 'catalogue' | 'limits'>,
-  ) {}
+  ) {
+    this.copies = new PictureCopies(blobs);
+  }
 
   async read(ctx: IngestContext): Promise<void> {
     const { orgId, attachment } = ctx;
     const original = await ctx.original;
     if (!original) throw new UnreadableFileError('the uploaded file is missing');
+    const probe = await this.images.probe(original, { maxPixels: this.config.limits.maxPixels });
+    const sizes = { originalWidth: probe.width, originalHeight: probe.height };
     const limits = visionLimitsFor(this.config.catalogue, ctx.model);
-    const pixels = { maxPixels: this.config.limits.maxPixels };
-    const probe = await this.images.probe(original, pixels);
-    const reduced = await this.images.render(
-      original,
-      pixels,
-      fitWithin(probe.width, probe.height, limits),
-      probe.format,
-    );
-    // The reduced copy first: the manifest never says `finished` before it is there.
-    await this.blobs.put({ orgId, attachmentId: attachment.id, variant: 'reduced' }, reduced.data);
+    // The copy first: the manifest never says `finished` before it is there.
+    const copy = await this.copies
+      .make({ orgId, attachmentId: attachment.id }, original, sizes, limits, probe.format)
+      .catch((err: unknown) => {
+        throw err instanceof PictureRenderError ? new UnreadableFileError(err.message) : err;
+      });
     await ctx.report({
       status: 'finished',
       error: null,
-      picture: {
-        width: reduced.width,
-        height: reduced.height,
-        originalWidth: probe.width,
-        originalHeight: probe.height,
-      },
+      picture: { width: copy.width, height: copy.height, ...sizes },
     });
   }
 }

@@ -1,5 +1,6 @@
 import type { ModelEntry } from '@portal/model';
-import { FALLBACK_VISION, fitWithin, visionLimitsFor } from './picture-size.util';
+import { fitWithin } from '@portal/dal';
+import { FALLBACK_VISION, visionLimitsFor } from './picture-size.util';
 
 const model = (id: string, vision: ModelEntry['vision']): ModelEntry => ({
   id,

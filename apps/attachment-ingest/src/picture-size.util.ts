@@ -18,16 +18,3 @@ export function visionLimitsFor(catalogue: readonly ModelEntry[], modelId: strin
     maxShortSide: Math.max(...all.map((v) => v.maxShortSide)),
   };
 }
-
-/** The size a picture of `width` × `height` is reduced to: never enlarged, proportions kept. */
-export function fitWithin(
-  width: number,
-  height: number,
-  limits: ModelVision,
-): { width: number; height: number } {
-  const long = Math.max(width, height);
-  const short = Math.min(width, height);
-  const scale = Math.min(1, limits.maxLongSide / long, limits.maxShortSide / short);
-  if (scale === 1) return { width, height };
-  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
-}

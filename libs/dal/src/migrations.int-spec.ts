@@ -96,6 +96,8 @@ describe('migrations', () => {
       'SkillSelectTraceOnly1767571200000',
       'McpServers1796311824000',
       'UserOrigin1796400000000',
+      'DocumentCharsAsSent1796500000000',
+      'ReducedPicturePerLimit1796600000000',
     ]);
     expect(await tables()).toEqual(TABLES);
   });
@@ -137,6 +139,8 @@ describe('migrations', () => {
       'SkillSelectTraceOnly1767571200000',
       'McpServers1796311824000',
       'UserOrigin1796400000000',
+      'DocumentCharsAsSent1796500000000',
+      'ReducedPicturePerLimit1796600000000',
     ]);
     const rows = await db.dataSource.query(
       `SELECT org_id, turn_n, seq, text, tokens FROM person_requests ORDER BY turn_n, seq`,
@@ -186,6 +190,8 @@ describe('migrations', () => {
       'SkillSelectTraceOnly1767571200000',
       'McpServers1796311824000',
       'UserOrigin1796400000000',
+      'DocumentCharsAsSent1796500000000',
+      'ReducedPicturePerLimit1796600000000',
     ]);
     const rows = await db.dataSource.query(
       `SELECT turn_id, skill_ids FROM trace_entries WHERE turn_id = ANY($1)`,

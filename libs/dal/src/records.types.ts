@@ -7,7 +7,8 @@ export type SkillVisibility = 'org' | 'private';
 export type SkillStatus = 'active' | 'inactive';
 export type UsageKind = 'turn' | 'compaction' | 'summary' | 'review';
 export type TraceKind = 'SKILL_SELECT';
-export type BlobVariant = 'original' | 'reduced';
+/** The upload as sent, or a picture's copy reduced to a size limit (see reducedVariant). */
+export type BlobVariant = 'original' | `reduced-${number}x${number}`;
 
 export interface Org {
   id: string;

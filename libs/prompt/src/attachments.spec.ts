@@ -117,6 +117,29 @@ describe('planAttachments', () => {
     ]).toEqual(['a']);
   });
 
+  it('measures the text as sent in characters (code points): INLINE_DOC_CHARS emoji go whole', () => {
+    const emoji = '😀'.repeat(limits.INLINE_DOC_CHARS); // twice as many UTF-16 units
+    const viet = 'Vie\u0323\u0302t\n\n'.repeat(limits.INLINE_DOC_CHARS / 8); // pages joined, separators counted
+    const over = `${viet}x`;
+    const docs = byId(
+      documentAttachment('emoji', { text: emoji, chars: limits.INLINE_DOC_CHARS }),
+      documentAttachment('viet', { text: viet, chars: limits.INLINE_DOC_CHARS }),
+      documentAttachment('over', { text: over, chars: limits.INLINE_DOC_CHARS + 1 }),
+    );
+    const s = seg(['emoji', 'viet', 'over'], true);
+    const plan = planAttachments([s], docs, limits, true).get(s)!;
+    expect([...plan.inline]).toEqual(['emoji', 'viet']);
+    expect(documentManifest(docs['over'], limits, false)).toContain(
+      `Text too long to include (${limits.INLINE_DOC_CHARS + 1} characters)`,
+    );
+  });
+
+  it('charges the replay budget in characters (code points)', () => {
+    const docs = byId(documentAttachment('e', { text: '😀'.repeat(10), chars: 10 }));
+    const s = seg(['e']);
+    expect([...planAttachments([s], docs, small, true).get(s)!.inline]).toEqual(['e']);
+  });
+
   it('replays inline text within the shared budget, newest first, never in part', () => {
     const docs = byId(doc('d1', 10), doc('d2', 10), doc('d3', 10), doc('d4', 4));
     const segments = [seg(['d4']), seg(['d1']), seg(['d2']), seg(['d3'])];

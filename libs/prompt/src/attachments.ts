@@ -1,6 +1,7 @@
 import type { AttachmentManifest } from '@portal/domain';
 import type { ChatContentPart } from './chat.types';
 import type { Limits } from './limits';
+import { charCount } from './text-cut';
 
 /** SPEC section 7: attachments in the new message and on later turns. */
 
@@ -29,6 +30,14 @@ export interface SegmentPlan {
   inline: ReadonlySet<string>;
 }
 
+/**
+ * The one inline rule: a whole text of `chars` characters (code points of the text as sent, page
+ * separators included; a manifest's `chars` is that count) goes into the message whole.
+ */
+export function fitsInline(chars: number, limits: Limits): boolean {
+  return chars <= limits.INLINE_DOC_CHARS;
+}
+
 /** A document whose whole text may go into a message. */
 export function isInlinable(
   a: AttachmentForPrompt,
@@ -38,7 +47,7 @@ export function isInlinable(
     a.kind === 'document' &&
     a.status === 'finished' &&
     a.text !== undefined &&
-    a.text.length <= limits.INLINE_DOC_CHARS
+    fitsInline(charCount(a.text), limits)
   );
 }
 
@@ -65,8 +74,9 @@ export function planAttachments(
     for (const a of found) {
       if (!isInlinable(a, limits) || inlined.has(a.id)) continue;
       if (!segment.fresh) {
-        if (a.text.length > budget) continue;
-        budget -= a.text.length;
+        const size = charCount(a.text);
+        if (size > budget) continue;
+        budget -= size;
       }
       inline.add(a.id);
       inlined.add(a.id);

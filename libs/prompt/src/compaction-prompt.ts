@@ -9,7 +9,8 @@ import type {
 } from '@portal/domain';
 import type { ChatRequest } from './chat.types';
 import type { Limits } from './limits';
-import { cutChars, replayArguments, summaryNote } from './memory';
+import { replayArguments, summaryNote } from './memory';
+import { cutText } from './text-cut';
 import { parseLeadingSlugs } from './skills.util';
 import { projectTokens, sharedTokenCounter, textTokens, type TokenCounter } from './tokens';
 
@@ -261,7 +262,7 @@ function quote(
       continue;
     }
     shortening = true;
-    const start = cutChars(r.text, limits.SHORTENED_REQUEST_CHARS).trim();
+    const start = cutText(r.text, limits.SHORTENED_REQUEST_CHARS).trim();
     const short = `${start} … ${requestRef(r)}`;
     const quoted = cost(r, short) <= left ? short : requestRef(r);
     const tokens = cost(r, quoted);
@@ -336,7 +337,7 @@ function sampleParagraph(paragraph: string, limits: Limits): string | null {
   p = (slugs.isCompact ? (slugs.compactInstructions ?? '') : slugs.rest).trim();
   if (p === '' || /^\/\S+$/.test(p)) return null;
   if (wordCount(p) < 3) return null;
-  return cutChars(p, limits.SUMMARY_PARAGRAPH_CHARS);
+  return cutText(p, limits.SUMMARY_PARAGRAPH_CHARS);
 }
 
 /**
@@ -364,7 +365,7 @@ export function languageSample(texts: readonly string[], limits: Limits): string
 function resultLine(result: ToolResultBlock, limits: Limits): string {
   const ref = result.ref ? ` (ref:${result.ref})` : '';
   const outcome = result.outcome === 'ok' ? '' : `[outcome: ${result.outcome}] `;
-  const content = cutChars(result.content, limits.RESULT_PREVIEW_CHARS);
+  const content = cutText(result.content, limits.RESULT_PREVIEW_CHARS);
   const cut = content.length < result.content.length ? ' … [cut]' : '';
   return `Result of ${result.callId}${ref}: ${outcome}${content}${cut}`;
 }

@@ -9,3 +9,4 @@ export * from './prompt-stack';
 export * from './title';
 export * from './compaction-prompt';
 export * from './review';
+export * from './text-cut';

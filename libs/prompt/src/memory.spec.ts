@@ -4,7 +4,6 @@ import { resolveLimits } from './limits';
 import {
   compactionTail,
   conversationEntries,
-  cutChars,
   hiddenCallsNote,
   memoryEntries,
   mergeAdjacent,
@@ -307,11 +306,6 @@ describe('results', () => {
     expect(outcomeOnly('never returned')).toBe('[result not replayed; outcome: never returned]');
     expect(wholeResult(long)).toBe('y'.repeat(500));
     expect(wholeResult(undefined)).toBe('[no result; outcome: never returned]');
-  });
-
-  it('never splits a surrogate pair', () => {
-    expect(cutChars('ab😀c', 3)).toBe('ab');
-    expect(cutChars('ab😀c', 4)).toBe('ab😀');
   });
 });
 

@@ -11,6 +11,7 @@ import type { UserSegment } from './attachments';
 import type { ChatToolCall } from './chat.types';
 import type { Limits } from './limits';
 import { parseLeadingSlugs } from './skills.util';
+import { charCount, cutText } from './text-cut';
 
 /** SPEC section 4: short-term memory, rebuilt from the transcript on every call. */
 
@@ -22,13 +23,6 @@ export type Entry =
   | { role: 'user'; segments: UserSegment[]; layer: EntryLayer }
   | { role: 'assistant'; text: string; calls: ChatToolCall[]; layer: EntryLayer }
   | { role: 'tool'; callId: string; content: string; layer: EntryLayer };
-
-/** Characters counted as UTF-16 units, never splitting a surrogate pair. */
-export function cutChars(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const end = max > 0 && /[\uD800-\uDBFF]/.test(text[max - 1]) ? max - 1 : max;
-  return text.slice(0, end);
-}
 
 // --- The summary ---------------------------------------------------------------------------------
 
@@ -74,8 +68,8 @@ export function hiddenCallsNote(hidden: number): string {
 // --- Arguments ---------------------------------------------------------------------------------
 
 export function cutString(text: string, max: number): string {
-  const kept = cutChars(text, max);
-  return `${kept}… [cut: ${text.length - kept.length} more characters]`;
+  const kept = cutText(text, max);
+  return `${kept}… [cut: ${charCount(text) - charCount(kept)} more characters]`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -96,7 +90,7 @@ export function replayArguments(raw: string, maxStringChars: number | null): str
     parsed = undefined;
   }
   const cut = (s: string) =>
-    maxStringChars !== null && s.length > maxStringChars ? cutString(s, maxStringChars) : s;
+    maxStringChars !== null && charCount(s) > maxStringChars ? cutString(s, maxStringChars) : s;
   if (!isObject(parsed)) {
     return JSON.stringify({
       unparsed_arguments: cut(raw),
@@ -128,9 +122,9 @@ function outcomePrefix(outcome: ToolOutcome): string {
 /** A result cut to RESULT_PREVIEW_CHARS plus its reference; one that fits crosses whole, without one. */
 export function previewResult(result: ToolResultBlock, limits: Limits): string {
   const max = limits.RESULT_PREVIEW_CHARS;
-  if (result.content.length <= max) return outcomePrefix(result.outcome) + result.content;
+  if (charCount(result.content) <= max) return outcomePrefix(result.outcome) + result.content;
   const where = result.ref === null ? 'the whole result is not stored' : `whole result: ref:${result.ref}`;
-  return `${outcomePrefix(result.outcome)}${cutChars(result.content, max)} … [cut; ${where}]`;
+  return `${outcomePrefix(result.outcome)}${cutText(result.content, max)} … [cut; ${where}]`;
 }
 
 /** Older turns keep only the outcome: the result and any failure message are gone. */
@@ -321,6 +315,11 @@ export interface NewMessage {
   /** As typed; the leading slugs are removed here. */
   text: string;
   attachmentIds: readonly string[];
+}
+
+/** The user messages among `entries`, in order: the ones the attachment plan reads. */
+export function userSegments(entries: readonly Entry[]): UserSegment[] {
+  return entries.flatMap((e) => (e.role === 'user' ? e.segments : []));
 }
 
 /**

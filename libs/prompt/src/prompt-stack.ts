@@ -1,14 +1,8 @@
 import type { Message, MemoryWindow } from '@portal/domain';
-import {
-  joinParts,
-  planAttachments,
-  segmentParts,
-  type AttachmentsById,
-  type UserSegment,
-} from './attachments';
+import { joinParts, planAttachments, segmentParts, type AttachmentsById } from './attachments';
 import type { ChatMessage, ChatRequest, ChatTool } from './chat.types';
 import type { Limits } from './limits';
-import { conversationEntries, type Entry, type EntryLayer, type NewMessage } from './memory';
+import { conversationEntries, userSegments, type Entry, type EntryLayer, type NewMessage } from './memory';
 import { renderCatalogue, type CatalogueEntry } from './skills.util';
 import { FRAMING, messageTokens, sharedTokenCounter, toolTokens, type TokenCounter } from './tokens';
 import { BUILTIN_TOOL_NAMES, buildTools, type HttpToolSpec } from './tools';
@@ -132,8 +126,7 @@ export function renderEntries(
   model: PromptModel,
   limits: Limits,
 ): ChatMessage[] {
-  const segments: UserSegment[] = entries.flatMap((e) => (e.role === 'user' ? e.segments : []));
-  const plans = planAttachments(segments, attachments, limits, model.vision !== null);
+  const plans = planAttachments(userSegments(entries), attachments, limits, model.vision !== null);
   return entries.map((e): ChatMessage => {
     if (e.role === 'tool') return { role: 'tool', tool_call_id: e.callId, content: e.content };
     if (e.role === 'assistant') {

@@ -10,14 +10,14 @@ describe('reviewPrompt', () => {
     );
   });
 
-  it('reads only the end of a long text shown, never half a surrogate pair', () => {
+  it('reads only the last REVIEW_CONTEXT_CHARS characters shown, from a whole cluster', () => {
     const shownOf = (shown: string) =>
       /<shown>\n([^]*)\n<\/shown>/.exec(reviewPrompt({ shown, sentence: 'Next.' })[1].content as string)![1];
     const x = 'x'.repeat(REVIEW_CONTEXT_CHARS);
     expect(shownOf('Earlier. ' + x)).toBe(x);
-    // The cut falls between the halves of an emoji: it starts after the emoji instead.
+    // Characters are code points: an emoji counts one.
     expect(shownOf('😀'.repeat(REVIEW_CONTEXT_CHARS) + 'y')).toBe(
-      '😀'.repeat(REVIEW_CONTEXT_CHARS / 2 - 1) + 'y',
+      '😀'.repeat(REVIEW_CONTEXT_CHARS - 1) + 'y',
     );
   });
 });

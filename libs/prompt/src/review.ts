@@ -1,5 +1,5 @@
 import type { ChatMessage } from './chat.types';
-import { cutChars } from './memory';
+import { cutText } from './text-cut';
 
 /** SPEC section 3: the `review` side call of the output guardrail, one per sentence. */
 
@@ -12,7 +12,7 @@ export type ReviewVerdict = { pass: true } | { pass: false; reason: string };
 
 /** The review call's messages (it offers no tools): the rule, the text shown so far, the sentence. */
 export function reviewPrompt(input: { shown: string; sentence: string }): ChatMessage[] {
-  const shown = input.shown.length > REVIEW_CONTEXT_CHARS ? tail(input.shown) : input.shown;
+  const shown = cutText(input.shown, REVIEW_CONTEXT_CHARS, 'end');
   return [
     {
       role: 'system',
@@ -42,12 +42,6 @@ export function readVerdict(reply: string): ReviewVerdict {
   return { pass: false, reason: oneLine(block[1], REVIEW_REASON_CHARS) || 'no reason given' };
 }
 
-function tail(text: string): string {
-  const start = text.length - REVIEW_CONTEXT_CHARS;
-  // Never start on the second half of a surrogate pair.
-  return text.slice(/[\uDC00-\uDFFF]/.test(text[start]) ? start + 1 : start);
-}
-
 function oneLine(text: string, max: number): string {
-  return cutChars(text.replace(/\s+/g, ' ').trim(), max).trim();
+  return cutText(text.replace(/\s+/g, ' ').trim(), max).trim();
 }

@@ -1,5 +1,5 @@
 import type { ChatMessage } from './chat.types';
-import { cutChars } from './memory';
+import { cutText } from './text-cut';
 import { parseLeadingSlugs } from './skills.util';
 
 /** SPEC section 3: the `summary` side call that names a conversation once its first turn settles. */
@@ -14,8 +14,8 @@ export const TITLE_INPUT_CHARS = 2000;
  * and the answer as they were, then the request for a title.
  */
 export function titlePrompt(input: { request: string; answer: string }): ChatMessage[] {
-  const request = cutChars(parseLeadingSlugs(input.request).rest.trim(), TITLE_INPUT_CHARS);
-  const answer = cutChars(input.answer.trim(), TITLE_INPUT_CHARS);
+  const request = cutText(parseLeadingSlugs(input.request).rest.trim(), TITLE_INPUT_CHARS);
+  const answer = cutText(input.answer.trim(), TITLE_INPUT_CHARS);
   return [
     {
       role: 'system',
@@ -44,5 +44,5 @@ export function cleanTitle(reply: string): string | null {
     .replace(/\.$/, '')
     .replace(/^["'“”«*]+|["'“”»*]+$/g, '')
     .trim();
-  return title === '' ? null : cutChars(title, TITLE_MAX_CHARS).trim();
+  return title === '' ? null : cutText(title, TITLE_MAX_CHARS).trim();
 }

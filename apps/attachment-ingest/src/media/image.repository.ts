@@ -1,3 +1,4 @@
+import { decodeOptions } from '@portal/dal';
 import sharp, { type Sharp } from 'sharp';
 import { UnreadableFileError } from './media.errors';
 
@@ -32,12 +33,11 @@ export function threadsPerPicture(cores: number, picturesAtOnce: number): number
  * depend on what else was being read, nor show another upload's.
  */
 const HEADER_UNREADABLE = 'the picture cannot be decoded: its header is not a valid picture';
-const PIXELS_UNREADABLE = 'the picture cannot be decoded: its pixel data is corrupt or truncated';
 
 /**
- * sharp behind a small class. Every decode has a pixel limit (checked from the header before any
- * pixel is decoded), fails on decoding errors, reads only the first frame of an animation and
- * applies EXIF orientation; output carries no metadata.
+ * The ingest probe: a picture's format and size from its header, refused above the pixel limit
+ * before any pixel is decoded. Rendering (decode options, reduced copies) is @portal/dal's
+ * PictureCopies, which the prompt loader also uses.
  */
 export class ImageRepository {
   /** `threads`: libvips' for each picture (process-wide; see threadsPerPicture); 0 or none leaves its own. */
@@ -61,36 +61,7 @@ export class ImageRepository {
     return { format: meta.format, width: meta.autoOrient.width, height: meta.autoOrient.height };
   }
 
-  /**
-   * The picture oriented, resized to exactly `size` (oriented), re-encoded in its own format
-   * without metadata. `format` is the probe's, when the header was read already.
-   */
-  async render(
-    input: Buffer,
-    limits: PictureLimits,
-    size: { width: number; height: number },
-    format?: string,
-  ): Promise<{ data: Buffer; width: number; height: number }> {
-    let image = this.open(input, limits).resize(size.width, size.height, { fit: 'fill' });
-    format ??= (await image.metadata()).format;
-    if (format === 'jpeg') image = image.jpeg({ quality: 85 });
-    else if (format === 'png') image = image.png();
-    else if (format === 'webp') image = image.webp({ quality: 85 });
-    else if (format === 'gif') image = image.gif();
-    else throw new UnreadableFileError(`unsupported picture format ${format}`);
-    const { data, info } = await image.toBuffer({ resolveWithObject: true }).catch(() => {
-      throw new UnreadableFileError(PIXELS_UNREADABLE);
-    });
-    return { data, width: info.width, height: info.height };
-  }
-
   private open(input: Buffer, limits: PictureLimits): Sharp {
-    return sharp(input, {
-      limitInputPixels: limits.maxPixels || false,
-      failOn: 'error',
-      autoOrient: true,
-      pages: 1,
-      animated: false,
-    });
+    return sharp(input, decodeOptions(limits.maxPixels));
   }
 }

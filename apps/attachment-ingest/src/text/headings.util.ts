@@ -1,3 +1,5 @@
+import { cutText } from '@portal/prompt';
+
 /** A document's own section headings, when its PDF outline gives none (SPEC section 7). */
 
 const MAX_HEADING_CHARS = 200;
@@ -105,5 +107,5 @@ function isPlainLine(line: string): boolean {
 }
 
 function clean(heading: string): string {
-  return heading.replace(/\s+/g, ' ').trim().slice(0, MAX_HEADING_CHARS);
+  return cutText(heading.replace(/\s+/g, ' ').trim(), MAX_HEADING_CHARS);
 }

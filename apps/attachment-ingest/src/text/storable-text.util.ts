@@ -1,3 +1,5 @@
+import { charCount, cutText } from '@portal/prompt';
+
 /**
  * Text as it is stored, from a file nobody vetted: every page goes through here before Postgres.
  *
@@ -36,9 +38,7 @@ export function storableText(text: string): string {
 
 /** A page's text as stored: at most PAGE_TEXT_MAX_CHARS characters (a note says so), then `storableText`. */
 export function storablePage(text: string): string {
-  if (text.length <= PAGE_TEXT_MAX_CHARS) return storableText(text);
-  let end = PAGE_TEXT_MAX_CHARS;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--;
-  return `${storableText(text.slice(0, end))}\n[page cut: it holds ${text.length} characters; the first ${PAGE_TEXT_MAX_CHARS} are kept]`;
+  const kept = cutText(text, PAGE_TEXT_MAX_CHARS);
+  if (kept === text) return storableText(text);
+  return `${storableText(kept)}\n[page cut: it holds ${charCount(text)} characters; the first ${charCount(kept)} are kept]`;
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { decodeUtf8, splitTextPages } from './text-pages.util';
+import { splitTextPages } from './text-pages.util';
 
 describe('splitTextPages', () => {
   it('keeps a short text as one page and an empty one as none', () => {
@@ -43,13 +43,5 @@ describe('splitTextPages', () => {
         },
       ),
     );
-  });
-});
-
-describe('decodeUtf8', () => {
-  it('decodes UTF-8, drops a byte order mark and refuses what is not UTF-8', () => {
-    expect(decodeUtf8(Buffer.from('\uFEFFĐà Nẵng'))).toBe('Đà Nẵng');
-    expect(decodeUtf8(Buffer.from([0x48, 0xc3, 0x28]))).toBeNull();
-    expect(decodeUtf8(Buffer.from('caf\xe9', 'latin1'))).toBeNull();
   });
 });

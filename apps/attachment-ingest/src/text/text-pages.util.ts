@@ -19,15 +19,6 @@ export function splitTextPages(text: string, pageChars: number): string[] {
   return pages;
 }
 
-/** Decodes UTF-8 strictly (a byte order mark is dropped); null when the bytes are not UTF-8. */
-export function decodeUtf8(bytes: Uint8Array): string | null {
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    return null;
-  }
-}
-
 function lastSpace(text: string): number {
   for (let i = text.length - 1; i >= 0; i--) if (/\s/.test(text[i])) return i;
   return -1;

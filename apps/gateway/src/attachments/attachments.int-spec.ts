@@ -218,6 +218,24 @@ describe('POST /v1/attachments', () => {
     }
   });
 
+  it('refuses with 415 a text in a legacy 8-bit encoding, naming the encodings it takes', async () => {
+    const latin1 = Buffer.from('Café crème, déjà vu', 'latin1');
+    const windows1258 = Buffer.from([0x56, 0x69, 0xea, 0xf2, 0x74, 0x20, 0x4e, 0x61, 0x6d]); // "Việt Nam"
+    for (const bytes of [latin1, windows1258]) {
+      const res = await post(ALICE, form({ bytes, name: 'notes.txt', type: 'text/plain' }));
+      expect(res).toMatchObject({
+        status: 415,
+        body: { error: { code: 'unsupported_type', message: expect.stringMatching(/UTF-8, or UTF-16/) } },
+      });
+    }
+  });
+
+  it('accepts a UTF-16 text with its byte order mark', async () => {
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Tiếng Việt\nhello', 'utf16le')]);
+    const res = await post(ALICE, form({ bytes: utf16, name: 'notes.txt', type: 'text/plain' }));
+    expect(res).toMatchObject({ status: 201, body: { kind: 'document', mimeType: 'text/plain' } });
+  });
+
   it('refuses with 413 a file over the size cap', async () => {
     const res = await post(ALICE, form({ bytes: Buffer.alloc(MAX_BYTES + 1, 'a'), name: 'big.txt' }));
     expect(res).toEqual({

@@ -10,6 +10,7 @@ import {
   type BlobStore,
 } from '@portal/dal';
 import { DomainError, type AttachmentManifest } from '@portal/domain';
+import { cutText } from '@portal/prompt';
 import { QueueService, UploadHandOff } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
 import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';
@@ -166,10 +167,7 @@ function multipartError(err: unknown, maxBytes: number): unknown {
 /** The name as the client sent it, without a path or control characters, at most 255 characters. */
 function cleanFilename(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
-  const clean = [...base]
-    .filter((c) => c >= ' ' && c !== '\u007f')
-    .slice(0, 255)
-    .join('')
-    .trim();
+  const printable = [...base].filter((c) => c >= ' ' && c !== '\u007f').join('');
+  const clean = cutText(printable, 255).trim();
   return clean || 'upload';
 }

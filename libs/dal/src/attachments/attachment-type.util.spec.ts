@@ -1,4 +1,4 @@
-import { detectAttachmentType } from './attachment-type.util';
+import { decodeText, detectAttachmentType } from './attachment-type.util';
 
 const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
 const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16]);
@@ -45,7 +45,35 @@ describe('detectAttachmentType', () => {
       ok: false,
       reason: expect.stringMatching(/^Unsupported file type/),
     });
-    expect(detectAttachmentType(Buffer.from('\xff\xfeh\0i\0', 'latin1'))).toMatchObject({ ok: false });
+    // A UTF-16 byte order mark followed by a lone surrogate is not text.
+    expect(detectAttachmentType(Buffer.from([0xff, 0xfe, 0x00, 0xd8, 0x41, 0x00]))).toMatchObject({
+      ok: false,
+    });
+  });
+
+  it('reads UTF-8 and UTF-16 with its byte order mark; refuses a legacy 8-bit text, saying why', () => {
+    const vi = 'Tiếng Việt\n# Tiêu đề';
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(vi, 'utf16le')]);
+    const be = Buffer.from(le.subarray(2)).swap16();
+    const be16 = Buffer.concat([Buffer.from([0xfe, 0xff]), be]);
+    for (const bytes of [
+      Buffer.from(vi),
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(vi)]),
+      le,
+      be16,
+    ]) {
+      expect(decodeText(bytes)).toBe(vi);
+      expect(detectAttachmentType(bytes)).toEqual({ ok: true, kind: 'document', mimeType: 'text/markdown' });
+    }
+    for (const bytes of [Buffer.from('Café crème', 'latin1'), Buffer.from([0x56, 0x69, 0xea, 0xf2, 0x74])]) {
+      expect(decodeText(bytes)).toBeNull();
+      expect(detectAttachmentType(bytes)).toEqual({
+        ok: false,
+        reason: expect.stringMatching(
+          /^Unsupported text encoding: .*UTF-8, or UTF-16 with a byte order mark/,
+        ),
+      });
+    }
   });
 
   it('refuses an empty file', () => {
@@ -53,11 +81,9 @@ describe('detectAttachmentType', () => {
   });
 
   it('does not take a partial signature for the real thing', () => {
-    // Three bytes of a PNG signature are not a PNG; with no NUL they pass as text (and fail to decode as UTF-8 later).
-    expect(detectAttachmentType(Buffer.from([0x89, 0x50, 0x4e]))).toMatchObject({
-      ok: true,
-      kind: 'document',
-    });
+    // Three bytes of a PNG signature are not a PNG, nor UTF-8 text.
+    expect(detectAttachmentType(Buffer.from([0x89, 0x50, 0x4e]))).toMatchObject({ ok: false });
+    expect(detectAttachmentType(Buffer.from('%PD'))).toMatchObject({ ok: true, kind: 'document' });
     // A RIFF file that is not WEBP (here WAVE audio) is refused.
     expect(detectAttachmentType(Buffer.from('RIFF\x24\x00\x00\x00WAVEfmt ', 'latin1'))).toMatchObject({
       ok: false,

@@ -20,24 +20,44 @@ const MAGIC: ReadonlyArray<{ mimeType: string; kind: AttachmentKind; test: (b: B
   { mimeType: PDF_TYPE, kind: 'document', test: (b) => ascii(b, 0, '%PDF-') },
 ];
 
+const UNSUPPORTED =
+  'Unsupported file type: pictures may be PNG, JPEG, WebP or GIF; documents PDF, plain text, markdown, CSV or JSON';
+const UNSUPPORTED_ENCODING =
+  'Unsupported text encoding: text documents must be UTF-8, or UTF-16 with a byte order mark; save the file as UTF-8';
+
+const UTF16_BOMS: ReadonlyArray<[encoding: 'utf-16le' | 'utf-16be', bom: number[]]> = [
+  ['utf-16le', [0xff, 0xfe]],
+  ['utf-16be', [0xfe, 0xff]],
+];
+
+/**
+ * A text file's text: strict UTF-8 (a byte order mark dropped), or strict UTF-16 when a byte order
+ * mark says so. Null for anything else: a legacy 8-bit encoding cannot be told apart reliably (a
+ * wrong guess garbles the text without a word), so such a file is refused at upload.
+ */
+export function decodeText(bytes: Uint8Array): string | null {
+  const bom = UTF16_BOMS.find(([, sig]) => sig.every((byte, i) => bytes[i] === byte));
+  try {
+    return new TextDecoder(bom?.[0] ?? 'utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Pictures (PNG, JPEG, WebP, GIF) and PDFs by their magic numbers; anything else is text when it
- * holds no NUL byte (binary formats nearly always do), told apart by content: JSON when it parses
- * as an object or array, CSV when its first lines hold the same number of commas, markdown when it
- * has markdown headings or fences, else plain text. UTF-8 validity is checked when it is read.
+ * decodes (decodeText) and holds no U+0000 (binary formats nearly always do), told apart by
+ * content: JSON when it parses as an object or array, CSV when its first lines hold the same
+ * number of commas, markdown when it has markdown headings or fences, else plain text.
  */
 export function detectAttachmentType(bytes: Buffer): AttachmentType {
   if (bytes.length === 0) return { ok: false, reason: 'The file is empty' };
   const magic = MAGIC.find((m) => m.test(bytes));
   if (magic) return { ok: true, kind: magic.kind, mimeType: magic.mimeType };
-  if (bytes.includes(0)) {
-    return {
-      ok: false,
-      reason:
-        'Unsupported file type: pictures may be PNG, JPEG, WebP or GIF; documents PDF, plain text, markdown, CSV or JSON (UTF-8)',
-    };
-  }
-  return { ok: true, kind: 'document', mimeType: textSubtype(bytes.toString('utf8')) };
+  const text = decodeText(bytes);
+  if (text === null) return { ok: false, reason: bytes.includes(0) ? UNSUPPORTED : UNSUPPORTED_ENCODING };
+  if (text.includes('\u0000')) return { ok: false, reason: UNSUPPORTED };
+  return { ok: true, kind: 'document', mimeType: textSubtype(text) };
 }
 
 function textSubtype(text: string): string {

@@ -88,7 +88,7 @@ describe.each([
 
   it('keeps the variants apart', async () => {
     const original = key();
-    const reduced: BlobKey = { ...original, variant: 'reduced' };
+    const reduced: BlobKey = { ...original, variant: 'reduced-2048x768' };
     await store.put(original, Buffer.from('original'));
     expect(await store.get(reduced)).toBeNull();
     await store.put(reduced, Buffer.from('reduced'));
@@ -140,10 +140,10 @@ describe('FileBlobStore', () => {
     const k = key();
     await store.put(k, randomBytes(1024 * 1024));
     await store.put(k, Buffer.from('again'));
-    await store.put({ ...k, variant: 'reduced' }, Buffer.from('small'));
+    await store.put({ ...k, variant: 'reduced-2048x768' }, Buffer.from('small'));
     expect(filesUnder(dir).sort()).toEqual([
       `${Buffer.from(ACME).toString('hex')}/${k.attachmentId}/original`,
-      `${Buffer.from(ACME).toString('hex')}/${k.attachmentId}/reduced`,
+      `${Buffer.from(ACME).toString('hex')}/${k.attachmentId}/reduced-2048x768`,
     ]);
   });
 

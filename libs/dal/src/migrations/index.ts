@@ -5,6 +5,8 @@ import { PersonRequests1767484800000 } from './1767484800000-person-requests';
 import { SkillSelectTraceOnly1767571200000 } from './1767571200000-skill-select-trace-only';
 import { McpServers1796311824000 } from './1796311824000-mcp-servers';
 import { UserOrigin1796400000000 } from './1796400000000-user-origin';
+import { DocumentCharsAsSent1796500000000 } from './1796500000000-document-chars-as-sent';
+import { ReducedPicturePerLimit1796600000000 } from './1796600000000-reduced-picture-per-limit';
 
 /** Every migration, oldest first. Hand-written; the schema is never synchronised from entities. */
 export const MIGRATIONS = [
@@ -15,4 +17,6 @@ export const MIGRATIONS = [
   SkillSelectTraceOnly1767571200000,
   McpServers1796311824000,
   UserOrigin1796400000000,
+  DocumentCharsAsSent1796500000000,
+  ReducedPicturePerLimit1796600000000,
 ];

@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import { DomainError, type TextBlock } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { assemblePrompt, resolveLimits } from '@portal/prompt';
+import sharp from 'sharp';
 import type { DataSource } from 'typeorm';
 import { FileBlobStore } from '../attachments/blob-store';
+import { reducedVariant } from '../attachments/picture-copies';
 import { createDataSource } from '../data-source';
 import { AgentRepository } from '../repositories/agent.repository';
 import { AttachmentRepository } from '../repositories/attachment.repository';
@@ -137,7 +139,8 @@ async function conversationWithAttachments() {
   const picture = await attachment(conversationId, 'picture', {
     picture: { width: 10, height: 10, originalWidth: 10, originalHeight: 10 },
   });
-  await blobs.put({ orgId: ORG, attachmentId: picture, variant: 'reduced' }, PNG);
+  // Stored as the copy for the model's limits: the loader sends it as it is.
+  await blobs.put({ orgId: ORG, attachmentId: picture, variant: reducedVariant(model().vision!) }, PNG);
 
   const turns = new TurnRepository(ds);
   const first = await turns.createWithUserMessage(ORG, {
@@ -189,6 +192,96 @@ describe('PromptInputLoader.load', () => {
     expect(user).toContain('Page one.');
     expect(user).toContain('image_url');
     expect(user).toContain('Compare with this.');
+  });
+
+  it('loads only the pictures of messages memory shows: none hidden behind a compaction', async () => {
+    const conversationId = await newConversation(ds, ORG);
+    const picture = async () => {
+      const id = await attachment(conversationId, 'picture', {
+        picture: { width: 10, height: 10, originalWidth: 10, originalHeight: 10 },
+      });
+      await blobs.put({ orgId: ORG, attachmentId: id, variant: reducedVariant(model().vision!) }, PNG);
+      return id;
+    };
+    const [hidden, shown] = [await picture(), await picture()];
+    const turns = new TurnRepository(ds);
+    const blocks = new BlockRepository(ds);
+    // Turn 1 was compacted while it ran: its opening message (and picture) is behind the summary.
+    const first = await turns.createWithUserMessage(ORG, {
+      conversationId,
+      effort: 'low',
+      model: 'gpt-test',
+      text: 'Look at this.',
+      attachmentIds: [hidden],
+    });
+    await blocks.append(ORG, first!.turn.id, [
+      {
+        kind: 'compaction',
+        summary: 'Summary of turns 1–1',
+        trigger: 'AUTO',
+        coversTurns: { from: 1, to: 1 },
+      },
+      answer('Seen.'),
+    ]);
+    await turns.updateStatus(ORG, first!.turn.id, 'completed');
+    const second = await turns.createWithUserMessage(ORG, {
+      conversationId,
+      effort: 'low',
+      model: 'gpt-test',
+      text: 'And this one.',
+      attachmentIds: [shown],
+    });
+
+    const input = await loader.load(ORG, await turnOf(second!.turn.id), options());
+    expect(input.assemble.window.turns[0].messages[0].attachmentIds).toEqual([hidden]);
+    expect(Object.keys(input.assemble.attachments)).toEqual([shown]);
+    expect(input.assemble.attachments[shown].imageUrl).toBeDefined();
+    const user = JSON.stringify(assemblePrompt(input.assemble).messages.filter((m) => m.role === 'user'));
+    expect(user).not.toContain(hidden);
+    expect(user).toContain(`[Attachment ${shown}: photo.png (image/png, picture)] — picture attached`);
+  });
+
+  it('reduces a picture for the model that reads it, from the original, once per size limit', async () => {
+    const conversationId = await newConversation(ds, ORG);
+    const original = await sharp({
+      create: { width: 3000, height: 1500, channels: 3, background: '#c04020' },
+    })
+      .jpeg()
+      .withExif({ IFD0: { Artist: 'Somebody' } })
+      .toBuffer();
+    const id = await attachment(conversationId, 'picture', {
+      picture: { width: 1536, height: 768, originalWidth: 3000, originalHeight: 1500 },
+    });
+    await blobs.put({ orgId: ORG, attachmentId: id, variant: 'original' }, original);
+    const catalogue = [model(), model({ id: 'small', vision: { maxLongSide: 512, maxShortSide: 512 } })];
+    const turn = (await new TurnRepository(ds).createWithUserMessage(ORG, {
+      conversationId,
+      effort: 'low',
+      model: 'gpt-test',
+      text: 'What is this?',
+      attachmentIds: [id],
+    }))!.turn;
+    const sent = async (modelId: string) => {
+      const input = await loader.load(ORG, { ...turn, model: modelId }, options({ catalogue }));
+      const url = input.assemble.attachments[id].imageUrl!;
+      const meta = await sharp(Buffer.from(url.split(',')[1], 'base64')).metadata();
+      const text = JSON.stringify(assemblePrompt(input.assemble).messages.at(-1));
+      return { url, meta, text };
+    };
+
+    const small = await sent('small');
+    expect(small.url.startsWith('data:image/jpeg;base64,')).toBe(true);
+    expect(small.meta).toMatchObject({ format: 'jpeg', width: 512, height: 256 });
+    expect(small.meta.exif).toBeUndefined();
+    expect(small.text).toContain('picture attached, reduced to 512×256 (original 3000×1500)');
+    const big = await sent('gpt-test');
+    expect(big.meta).toMatchObject({ width: 1536, height: 768 });
+    expect(big.text).toContain('reduced to 1536×768 (original 3000×1500)');
+
+    // Each copy is kept under its limit: with the original gone, both are still sent.
+    rmSync(join(blobDir, Buffer.from(ORG).toString('hex'), id, 'original'));
+    expect((await sent('small')).url).toBe(small.url);
+    expect((await sent('gpt-test')).url).toBe(big.url);
   });
 
   it('sends no picture to a model that cannot see', async () => {

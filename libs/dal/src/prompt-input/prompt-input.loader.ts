@@ -1,13 +1,18 @@
-import {
-  DomainError,
-  type AttachmentManifest,
-  type MemoryWindow,
-  type Message,
-  type Turn,
-} from '@portal/domain';
+import { DomainError, type Message, type Turn } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
-import { isSelectable, type AssembleInput, type AttachmentForPrompt, type Limits } from '@portal/prompt';
+import {
+  conversationEntries,
+  fitsInline,
+  isSelectable,
+  planAttachments,
+  userSegments,
+  type AssembleInput,
+  type AttachmentForPrompt,
+  type Limits,
+  type UserSegment,
+} from '@portal/prompt';
 import type { BlobStore } from '../attachments/blob-store';
+import { PictureCopies } from '../attachments/picture-copies';
 import type { Db } from '../db.util';
 import type { Agent, Conversation, McpToolSnapshot, Skill } from '../records.types';
 import { AttachmentRepository } from '../repositories/attachment.repository';
@@ -54,12 +59,11 @@ export class PromptInputLoader {
   private readonly windows: WindowRepository;
   private readonly attachments: AttachmentRepository;
   private readonly turns: TurnRepository;
+  private readonly pictures: PictureCopies;
 
-  /** `blobs` holds the reduced pictures a vision model reads. */
-  constructor(
-    db: Db,
-    private readonly blobs: BlobStore,
-  ) {
+  /** `blobs` holds the originals and the copies reduced for each size limit a model reads. */
+  constructor(db: Db, blobs: BlobStore) {
+    this.pictures = new PictureCopies(blobs);
     this.conversations = new ConversationRepository(db);
     this.skills = new SkillRepository(db);
     this.blocks = new BlockRepository(db);
@@ -100,8 +104,9 @@ export class PromptInputLoader {
     );
     const [opening, ...currentTurn] = messages;
     if (opening?.role !== 'user') throw new DomainError('not_found', `turn ${turnId} has no user message`);
-    const userMessages = [...windowUserMessages(window), ...messages.filter((m) => m.role === 'user')];
-    const attachments = await this.loadAttachments(orgId, userMessages, model, opts.limits);
+    const newMessage = { text: messageText(opening), attachmentIds: opening.attachmentIds };
+    const shown = userSegments(conversationEntries(window, newMessage, currentTurn, opts.limits));
+    const attachments = await this.loadAttachments(orgId, shown, model, opts.limits);
     return {
       turn,
       conversation,
@@ -113,7 +118,7 @@ export class PromptInputLoader {
         selectedSkills,
         catalogue,
         window,
-        newMessage: { text: messageText(opening), attachmentIds: opening.attachmentIds },
+        newMessage,
         currentTurn,
         attachments,
         mcpTools,
@@ -138,7 +143,7 @@ export class PromptInputLoader {
       this.skills.listCatalogue(orgId, conversation.userId, agent.id),
       this.windows.readWindow(orgId, conversation.id, { turnsReplayed: opts.limits.TURNS_REPLAYED }),
     ]);
-    const userMessages = windowUserMessages(window);
+    const shown = userSegments(conversationEntries(window, null, [], opts.limits));
     return {
       conversation,
       agent,
@@ -149,7 +154,7 @@ export class PromptInputLoader {
         window,
         newMessage: null,
         currentTurn: [],
-        attachments: await this.loadAttachments(orgId, userMessages, model, opts.limits),
+        attachments: await this.loadAttachments(orgId, shown, model, opts.limits),
       }),
     };
   }
@@ -166,30 +171,42 @@ export class PromptInputLoader {
   }
 
   /**
-   * Manifests of every attachment the messages carry; the whole text of finished documents short
-   * enough to go inline; data URLs of the reduced pictures of the PICTURE_MESSAGES newest
-   * picture-bearing messages (the only ones the prompt may send), and only for a model that sees.
+   * Manifests of every attachment the messages shown carry (`shown`: the user messages of the
+   * assembled memory and turn, as the prompt plans them); the whole text of finished documents
+   * short enough to go inline; data URLs of the pictures the prompt's own plan sends (the
+   * PICTURE_MESSAGES newest picture-bearing messages shown, for a model that sees).
    */
   private async loadAttachments(
     orgId: string,
-    userMessages: readonly Message[],
+    shown: readonly UserSegment[],
     model: ModelEntry,
     limits: Limits,
   ): Promise<Record<string, AttachmentForPrompt>> {
-    const ids = unique(userMessages.flatMap((m) => m.attachmentIds));
+    const ids = unique(shown.flatMap((s) => s.attachmentIds));
     if (!ids.length) return {};
     const manifests = new Map((await this.attachments.getManifests(orgId, ids)).map((a) => [a.id, a]));
     const inlinable = [...manifests.values()].filter(
-      (a) => a.kind === 'document' && a.status === 'finished' && (a.chars ?? 0) <= limits.INLINE_DOC_CHARS,
+      (a) => a.kind === 'document' && a.status === 'finished' && fitsInline(a.chars ?? 0, limits),
     );
-    const pictureIds = model.vision ? recentPictureIds(userMessages, manifests, limits.PICTURE_MESSAGES) : [];
+    const plans = planAttachments(shown, Object.fromEntries(manifests), limits, model.vision !== null);
+    const pictureIds = unique(
+      shown.flatMap((s) =>
+        plans.get(s)?.pictures === 'send'
+          ? s.attachmentIds.filter((id) => manifests.get(id)?.kind === 'picture')
+          : [],
+      ),
+    );
+    const vision = model.vision;
     const [texts, pictures] = await Promise.all([
       this.attachments.getTexts(
         orgId,
         inlinable.map((a) => a.id),
       ),
       Promise.all(
-        pictureIds.map((attachmentId) => this.blobs.get({ orgId, attachmentId, variant: 'reduced' })),
+        pictureIds.map((attachmentId) => {
+          const picture = manifests.get(attachmentId)?.picture;
+          return picture && vision ? this.pictures.get({ orgId, attachmentId }, picture, vision) : null;
+        }),
       ),
     ]);
     const out: Record<string, AttachmentForPrompt> = {};
@@ -197,8 +214,12 @@ export class PromptInputLoader {
       const entry: AttachmentForPrompt = { ...manifest };
       const text = texts.get(id);
       if (text !== undefined) entry.text = text;
-      const reduced = pictures[pictureIds.indexOf(id)];
-      if (reduced) entry.imageUrl = dataUrl(reduced, manifest.mimeType);
+      const copy = pictures[pictureIds.indexOf(id)];
+      if (copy && manifest.picture) {
+        // The prompt names, and the token estimate counts, the size this model is sent.
+        entry.picture = { ...manifest.picture, width: copy.width, height: copy.height };
+        entry.imageUrl = dataUrl(copy.data, manifest.mimeType);
+      }
       out[id] = entry;
     }
     return out;
@@ -243,29 +264,6 @@ function unique<T>(values: readonly T[]): T[] {
 
 function messageText(message: Message): string {
   return message.blocks.flatMap((b) => (b.kind === 'text' ? [b.text] : [])).join('\n\n');
-}
-
-function windowUserMessages(window: MemoryWindow): Message[] {
-  return window.turns.flatMap((t) =>
-    t.turn.kind === 'compaction' ? [] : t.messages.filter((m) => m.role === 'user'),
-  );
-}
-
-function recentPictureIds(
-  messages: readonly Message[],
-  manifests: ReadonlyMap<string, AttachmentManifest>,
-  pictureMessages: number,
-): string[] {
-  const ids: string[] = [];
-  let taken = 0;
-  for (let i = messages.length - 1; i >= 0 && taken < pictureMessages; i--) {
-    const pictures = messages[i].attachmentIds.filter((id) => manifests.get(id)?.kind === 'picture');
-    if (pictures.length) {
-      ids.push(...pictures);
-      taken += 1;
-    }
-  }
-  return unique(ids);
 }
 
 const IMAGE_SIGNATURES: ReadonlyArray<[mime: string, matches: (b: Buffer) => boolean]> = [

@@ -1,4 +1,5 @@
 import type { AttachmentKind, AttachmentManifest } from '@portal/domain';
+import { charCount } from '@portal/prompt';
 import { type EntityManager, In } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
 import { AttachmentPageEntity } from '../entities/attachment-page.entity';
@@ -26,6 +27,15 @@ export type ManifestPatch = Partial<
 
 /** Between two pages of a document's whole text. */
 export const PAGE_SEPARATOR = '\n\n';
+
+/**
+ * A document's size in `chars`: the characters (code points) of its whole text as a model reads
+ * it, pages joined by PAGE_SEPARATOR (as getTexts joins them), so the prompt's inline rule can be
+ * checked on the manifest before the text is read.
+ */
+export function wholeTextChars(pages: readonly string[]): number {
+  return charCount(pages.join(PAGE_SEPARATOR));
+}
 
 /** One page's text, numbered from 1. */
 export interface PageText {

@@ -4,7 +4,7 @@ import { greyPng, VALID_JPEG } from './image.generators';
 import { basePdf } from './pdf.generators';
 
 /** What a text document that the reader refuses fails with (document-ingest.service.ts). */
-export const TEXT_REASON = /^the file (is not valid UTF-8 text|holds no text)/;
+export const TEXT_REASON = /^the file (is not UTF-8 or UTF-16 text|holds no text)/;
 
 const text = (
   category: HostileFile['category'],
@@ -63,28 +63,33 @@ export function hostileTexts(seed: number, maxUploadBytes: number): HostileFile[
       Buffer.concat([Buffer.alloc(1024 * 1024, 0x61), Buffer.from([0])]),
       'a NUL after a megabyte of text',
     ),
-    refused(
+    text(
+      'control',
       'utf16le-bom',
       'txt',
       Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('UTF-16 text', 'utf16le')]),
-      'UTF-16LE with a byte order mark',
+      'finished',
+      'UTF-16LE with a byte order mark: decoded',
     ),
-    refused(
+    text(
+      'control',
       'utf16be-bom',
       'txt',
       Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from('UTF-16 text', 'utf16le').swap16()]),
-      'UTF-16BE with a byte order mark',
+      'finished',
+      'UTF-16BE with a byte order mark: decoded',
     ),
     refused(
       'utf32le',
       'txt',
       Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.from([0x41, 0, 0, 0])]),
-      'UTF-32LE',
+      'UTF-32LE: read as UTF-16 it holds U+0000',
     ),
   );
 
+  // Neither UTF-8 nor UTF-16 with a byte order mark: refused at upload (415), never read and failed.
   const invalid = (variant: string, bytes: Buffer, note: string) =>
-    text('text-invalid-utf8', variant, 'txt', bytes, 'failed', note, { reason: /not valid UTF-8/ });
+    text('text-invalid-utf8', variant, 'txt', bytes, 'rejected', note);
   const around = (...bytes: number[]) =>
     Buffer.concat([Buffer.from('before '), Buffer.from(bytes), Buffer.from(' after')]);
   files.push(
