@@ -24,6 +24,20 @@ const TABLES = [
   'users',
 ];
 
+/** Every migration in the order it applies. */
+const APPLIED = [
+  'InitialSchema1767225600000',
+  'BlobsWithoutAttachmentFk1767312000000',
+  'PersonTextIndexes1767398400000',
+  'PersonRequests1767484800000',
+  'SkillSelectTraceOnly1767571200000',
+  'McpServers1796311824000',
+  'UserOrigin1796400000000',
+  'DocumentCharsAsSent1796500000000',
+  'ReducedPicturePerLimit1796600000000',
+];
+const appliedFrom = (name: string) => APPLIED.slice(APPLIED.indexOf(name));
+
 /** Back to the schema before the migration `name`: it and every later one undone, newest first. */
 async function undoThrough(ds: DataSource, name: string): Promise<void> {
   for (;;) {
@@ -88,17 +102,7 @@ describe('migrations', () => {
     } finally {
       await ds.destroy();
     }
-    expect(await runMigrations(db.url)).toEqual([
-      'InitialSchema1767225600000',
-      'BlobsWithoutAttachmentFk1767312000000',
-      'PersonTextIndexes1767398400000',
-      'PersonRequests1767484800000',
-      'SkillSelectTraceOnly1767571200000',
-      'McpServers1796311824000',
-      'UserOrigin1796400000000',
-      'DocumentCharsAsSent1796500000000',
-      'ReducedPicturePerLimit1796600000000',
-    ]);
+    expect(await runMigrations(db.url)).toEqual(APPLIED);
     expect(await tables()).toEqual(TABLES);
   });
 
@@ -134,14 +138,7 @@ describe('migrations', () => {
     } finally {
       await ds.destroy();
     }
-    expect(await runMigrations(db.url)).toEqual([
-      'PersonRequests1767484800000',
-      'SkillSelectTraceOnly1767571200000',
-      'McpServers1796311824000',
-      'UserOrigin1796400000000',
-      'DocumentCharsAsSent1796500000000',
-      'ReducedPicturePerLimit1796600000000',
-    ]);
+    expect(await runMigrations(db.url)).toEqual(appliedFrom('PersonRequests1767484800000'));
     const rows = await db.dataSource.query(
       `SELECT org_id, turn_n, seq, text, tokens FROM person_requests ORDER BY turn_n, seq`,
     );
@@ -186,13 +183,7 @@ describe('migrations', () => {
     } finally {
       await ds.destroy();
     }
-    expect(await runMigrations(db.url)).toEqual([
-      'SkillSelectTraceOnly1767571200000',
-      'McpServers1796311824000',
-      'UserOrigin1796400000000',
-      'DocumentCharsAsSent1796500000000',
-      'ReducedPicturePerLimit1796600000000',
-    ]);
+    expect(await runMigrations(db.url)).toEqual(appliedFrom('SkillSelectTraceOnly1767571200000'));
     const rows = await db.dataSource.query(
       `SELECT turn_id, skill_ids FROM trace_entries WHERE turn_id = ANY($1)`,
       [[selecting, plain]],
