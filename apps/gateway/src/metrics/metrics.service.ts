@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { TurnKind } from '@portal/domain';
-import { METRIC } from '@portal/queue';
+import { GATEWAY_METRIC } from '@portal/queue';
 
 /** The gateway's Prometheus metrics, on a registry of its own (several apps may share a process in tests). */
 @Injectable()
@@ -9,20 +9,20 @@ export class MetricsService {
   readonly registry = new Registry();
 
   private readonly httpRequests = new Counter({
-    name: METRIC.gatewayHttpRequests,
+    name: GATEWAY_METRIC.httpRequests,
     help: 'HTTP requests answered, by route pattern and status',
     labelNames: ['method', 'route', 'status'] as const,
     registers: [this.registry],
   });
 
   private readonly sseConnections = new Gauge({
-    name: METRIC.gatewaySseConnections,
+    name: GATEWAY_METRIC.sseConnections,
     help: 'Open Server-Sent Events streams',
     registers: [this.registry],
   });
 
   private readonly turnsOpened = new Counter({
-    name: METRIC.gatewayTurnsOpened,
+    name: GATEWAY_METRIC.turnsOpened,
     help: 'Turns opened by the gateway, by kind',
     labelNames: ['kind'] as const,
     registers: [this.registry],

@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-/** The portal's metric names, in one place (dashboards and alerts in k8s/ are checked against them). */
+/** The metrics every service reports; dashboards and alerts in k8s/ are checked against these names. */
 export const METRIC = {
   turns: 'portal_turns_total',
   turnDuration: 'portal_turn_duration_seconds',
@@ -13,10 +13,14 @@ export const METRIC = {
   compactions: 'portal_compactions_total',
   ingestDuration: 'portal_ingest_duration_seconds',
   ingestFailures: 'portal_ingest_failures_total',
-  gatewayHttpRequests: 'portal_gateway_http_requests_total',
-  gatewaySseConnections: 'portal_gateway_sse_connections',
-  gatewayTurnsOpened: 'portal_gateway_turns_opened_total',
   toolCalls: 'portal_tool_calls_total',
+} as const;
+
+/** The gateway's own metrics (its MetricsService), beside METRIC, which every service reports. */
+export const GATEWAY_METRIC = {
+  httpRequests: 'portal_gateway_http_requests_total',
+  sseConnections: 'portal_gateway_sse_connections',
+  turnsOpened: 'portal_gateway_turns_opened_total',
 } as const;
 
 /** Job states reported by `portal_queue_jobs`. */
