@@ -19,7 +19,7 @@ const esmPackages = [
   'oidc-provider',
 ];
 
-/** What every tier shares: TypeScript through swc, `@portal/*` from source. */
+/** What every tier shares: TypeScript through swc, the workspace libs from source. */
 const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/apps', '<rootDir>/libs'],
@@ -28,12 +28,9 @@ const shared = {
     '^.+\\.m?js$': ['@swc/jest', swcForJs],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
-  moduleNameMapper: {
-    '^@portal/domain/testing$': '<rootDir>/libs/domain/src/testing/index.ts',
-    '^@portal/dal/testing$': '<rootDir>/libs/dal/src/testing/index.ts',
-    '^@portal/testing/oidc$': '<rootDir>/libs/testing/src/oidc/test-idp.ts',
-    '^@portal/(.*)$': '<rootDir>/libs/$1/src/index.ts',
-  },
+  // `@portal/*` resolves through node_modules like any package; the `source` condition of their
+  // exports maps picks the TypeScript sources, so tests need no build.
+  testEnvironmentOptions: { customExportConditions: ['source', 'node', 'node-addons'] },
   setupFiles: ['reflect-metadata'],
 };
 

@@ -7,9 +7,9 @@ if [ "$#" -gt 0 ]; then shift; fi
 cd "$(dirname "$0")/.."
 case "$app" in
   gateway | turn-orchestrator | attachment-ingest | compaction-worker)
-    exec node -r ./tools/dist-paths.js --enable-source-maps "dist/apps/$app/src/main.js" "$@" ;;
+    exec node --enable-source-maps "dist/apps/$app/src/main.js" "$@" ;;
   migrate)
-    exec node -r ./tools/dist-paths.js --enable-source-maps dist/tools/migrate.js "$@" ;;
+    exec node --enable-source-maps dist/tools/migrate.js "$@" ;;
   *)
     echo "usage: gateway | turn-orchestrator | attachment-ingest | compaction-worker | migrate (got \"$app\")" >&2
     exit 64 ;;

@@ -1,7 +1,8 @@
-// End-to-end tests run the built services: build dist/ once before their suites start.
-const { execFileSync } = require('node:child_process');
+// End-to-end tests run the built services: build them once before their suites start
+// (`tsc -b` rebuilds only what changed).
+const { execSync } = require('node:child_process');
 const path = require('node:path');
 
 module.exports = async () => {
-  execFileSync(process.execPath, [path.join(__dirname, 'build-if-needed.js')], { stdio: 'inherit' });
+  execSync('npm run --silent build', { cwd: path.resolve(__dirname, '..'), stdio: 'inherit' });
 };

@@ -12,11 +12,10 @@ async function main() {
     // `<APP>_HEALTH_PORT` (e.g. TURN_ORCHESTRATOR_HEALTH_PORT) moves one worker's health port.
     const healthPort = process.env[`${app.toUpperCase().replace(/-/g, '_')}_HEALTH_PORT`];
     const env = healthPort ? { ...process.env, HEALTH_PORT: healthPort } : process.env;
-    const child = spawn(
-      process.execPath,
-      ['-r', path.join(__dirname, '..', '..', 'tools', 'dist-paths.js'), '--enable-source-maps', entry],
-      { env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, ['--enable-source-maps', entry], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const prefix = (line: string) => `[${app}] ${line}`;
     for (const stream of [child.stdout, child.stderr]) {
       let rest = '';

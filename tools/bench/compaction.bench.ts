@@ -1,5 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { DataSource } from 'typeorm';
 import {
@@ -17,6 +15,7 @@ import { createDataSource } from '../../libs/dal/src/data-source';
 import { answer, settledTurn } from '../../libs/dal/src/testing/dal.fixtures';
 import { figure, median } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
+import { buildServices } from './build.util';
 
 /**
  * `npm run bench:compaction`: the time the portal adds to a manual compaction (SPEC 5), for a
@@ -58,7 +57,6 @@ const RUNS = arg('runs', 5);
 const LENGTHS = (process.argv.find((a) => a.startsWith('--lengths='))?.split('=')[1] ?? '50,2000,5000')
   .split(',')
   .map(Number);
-const ROOT = path.resolve(__dirname, '..', '..');
 const ORG = 'bench'; // seedConversation's org, agent `researcher` (model `gpt-test`), user alice
 const API_KEY = 'pk_bench_compaction_alice';
 
@@ -180,7 +178,7 @@ interface LengthAlone {
 }
 
 async function main(): Promise<void> {
-  execFileSync(process.execPath, [path.join(ROOT, 'tools', 'build-if-needed.js')], { stdio: 'inherit' });
+  buildServices();
   const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: summaryAnswer });
   const proxy = await startTimingProxy(fake.baseURL, describeCall);
   let portal: RunningPortal | undefined;

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -21,6 +21,7 @@ import {
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, pidsOf, redisServerPid } from './cpu.util';
 import { figure, median } from './stats.util';
+import { buildServices } from './build.util';
 
 /**
  * `npm run bench:ingest`: what the portal's attachment path costs next to the bare tool doing the
@@ -42,7 +43,6 @@ import { figure, median } from './stats.util';
  *    process (cold JIT), and warm, set up as the portal's reader is.
  */
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const arg = (name: string, fallback: number) => {
   const found = process.argv.find((a) => a.startsWith(`--${name}=`));
   return found ? Number(found.split('=')[1]) : fallback;
@@ -355,7 +355,7 @@ async function withCpu<T>(work: () => Promise<T>): Promise<{ result: T; cpuMs: n
 // --- Main --------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  execFileSync(process.execPath, [path.join(ROOT, 'tools', 'build-if-needed.js')], { stdio: 'inherit' });
+  buildServices();
   console.log('generating the inputs…');
   const jpeg = await twelveMegapixelJpeg();
   const pdf = textPdf(PAGES);

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,6 +20,7 @@ import {
 import { cpuMs, cpuMsOfAll, ownCpuMs, redisServerPid } from './cpu.util';
 import { figure } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
+import { buildServices } from './build.util';
 
 /**
  * `npm run bench:turns`: what the portal adds to a model call. The built services run as real
@@ -409,7 +409,7 @@ function orderProblems(samples: TurnSample[]): string[] {
 }
 
 async function main(): Promise<void> {
-  execFileSync(process.execPath, [path.join(ROOT, 'tools', 'build-if-needed.js')], { stdio: 'inherit' });
+  buildServices();
   const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: () => 'OK.' });
   const proxy = await startTimingProxy(fake.baseURL, describeCall);
   const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'portal-bench-prof-')) : null;

@@ -1,6 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { countTokens } from 'gpt-tokenizer/cjs/encoding/o200k_base';
 import type { ChatMessage, ChatTool } from './chat.types';
@@ -113,26 +111,17 @@ describe('projectTokens', () => {
 
 describe('loadTokenizer', () => {
   it('is not loaded with the library, only at the first count', () => {
-    // A process of its own: this suite has loaded the tables already.
-    const dir = mkdtempSync(path.join(tmpdir(), 'portal-tokenizer-'));
-    const script = path.join(dir, 'first-count.ts');
-    writeFileSync(
-      script,
-      `import { textTokens } from '@portal/prompt';
-       const loaded = () => Object.keys(require.cache).some((file) => file.includes('gpt-tokenizer'));
-       const before = loaded();
-       const tokens = textTokens('Xin chào');
-       process.stdout.write(JSON.stringify({ before, after: loaded(), tokens }));`,
-    );
-    try {
-      const run = spawnSync(process.execPath, [path.join(ROOT, 'tools', 'run-ts.js'), script], {
-        cwd: ROOT,
-        encoding: 'utf8',
-      });
-      expect(run.stderr).toBe('');
-      expect(JSON.parse(run.stdout)).toEqual({ before: false, after: true, tokens: countTokens('Xin chào') });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    // A process of its own (the library from source through tsx): this suite has loaded the tables.
+    const script = `const { textTokens } = require('@portal/prompt');
+      const loaded = () => Object.keys(require.cache).some((file) => file.includes('gpt-tokenizer'));
+      const before = loaded();
+      const tokens = textTokens('Xin chào');
+      process.stdout.write(JSON.stringify({ before, after: loaded(), tokens }));`;
+    const run = spawnSync(process.execPath, ['--conditions=source', '--import', 'tsx', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ before: false, after: true, tokens: countTokens('Xin chào') });
   });
 });

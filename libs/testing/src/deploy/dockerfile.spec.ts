@@ -129,7 +129,14 @@ describe('docker/Dockerfile', () => {
           .replace(/%ANY%/g, '(.*/)?')}(/|$)`,
       );
     const ignored = (file: string) => patterns.some((p) => toRegExp(p).test(file));
-    for (const file of ['node_modules/x', 'apps/gateway/node_modules/x', 'dist/x', '.git/HEAD', '.env']) {
+    for (const file of [
+      'node_modules/x',
+      'apps/gateway/node_modules/x',
+      'dist/x',
+      'libs/dal/dist/x',
+      '.git/HEAD',
+      '.env',
+    ]) {
       expect([file, ignored(file)]).toEqual([file, true]);
     }
     const needed = [
@@ -137,7 +144,9 @@ describe('docker/Dockerfile', () => {
       'package-lock.json',
       'tsconfig.build.json',
       'tsconfig.base.json',
-      'tools/dist-paths.js',
+      'tsconfig.build.base.json',
+      'libs/dal/tsconfig.lib.json',
+      'apps/gateway/tsconfig.app.json',
     ];
     needed.push(
       'apps/gateway/src/main.ts',

@@ -124,7 +124,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
 
   async function start(app: PortalApp): Promise<void> {
     const entry = path.join(ROOT, 'dist', 'apps', app, 'src', 'main.js');
-    const child = spawn(process.execPath, ['-r', path.join(ROOT, 'tools', 'dist-paths.js'), entry], {
+    const child = spawn(process.execPath, [entry], {
       cwd: ROOT,
       env: { ...process.env, ...env, HEALTH_PORT: String(ports[app]), NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -41,7 +41,7 @@ describe('npm start', () => {
       await freePort(),
     ];
     const prefix = `start${port}`;
-    const child = spawn(process.execPath, ['-r', './tools/dist-paths.js', 'dist/tools/start-all.js'], {
+    const child = spawn(process.execPath, ['dist/tools/start-all.js'], {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -44,22 +44,18 @@ async function freePort(): Promise<number> {
 }
 
 async function startWorker(app: string, port: number): Promise<{ child: ChildProcess; output: string[] }> {
-  const child = spawn(
-    process.execPath,
-    ['-r', path.join(ROOT, 'tools', 'dist-paths.js'), path.join(ROOT, 'dist', 'apps', app, 'src', 'main.js')],
-    {
-      cwd: ROOT,
-      env: {
-        PATH: process.env['PATH'],
-        DATABASE_URL: db.url,
-        REDIS_URL,
-        PORTAL_PREFIX: prefix,
-        HEALTH_PORT: String(port),
-        SHUTDOWN_DEADLINE_MS: String(DEADLINE_MS),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env['PATH'],
+      DATABASE_URL: db.url,
+      REDIS_URL,
+      PORTAL_PREFIX: prefix,
+      HEALTH_PORT: String(port),
+      SHUTDOWN_DEADLINE_MS: String(DEADLINE_MS),
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output: string[] = [];
   child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
