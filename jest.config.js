@@ -28,9 +28,9 @@ const shared = {
     '^.+\\.m?js$': ['@swc/jest', swcForJs],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
-  // `@portal/*` resolves through node_modules like any package; the `source` condition of their
-  // exports maps picks the TypeScript sources, so tests need no build.
-  testEnvironmentOptions: { customExportConditions: ['source', 'node', 'node-addons'] },
+  // `@portal/*` resolves through node_modules like any package; the `portal-source` condition
+  // of their exports maps picks the TypeScript sources, so tests need no build.
+  testEnvironmentOptions: { customExportConditions: ['portal-source', 'node', 'node-addons'] },
   setupFiles: ['reflect-metadata'],
 };
 

@@ -47,8 +47,8 @@ async function main() {
     platform: 'browser',
     target: ['chrome110', 'firefox115', 'safari16.4'],
     tsconfig: path.join(root, 'tsconfig.base.json'),
-    // The workspace libs bundled from their TypeScript sources (the `source` export condition).
-    conditions: ['source'],
+    // The workspace libs bundled from their TypeScript sources (the `portal-source` export condition).
+    conditions: ['portal-source'],
     sourcemap: true,
     minify: true,
     legalComments: 'none',

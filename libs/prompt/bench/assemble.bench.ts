@@ -4,7 +4,7 @@ import { assemblePrompt, resolveLimits, TokenCounter, type AssembleInput } from 
 /**
  * Memory must cost O(window), not O(transcript): assembling the window of a 10,000-turn
  * conversation should take about as long as that of a 100-turn one. Run with
- * `npx tsx --conditions=source libs/prompt/bench/assemble.bench.ts`.
+ * `npx tsx --conditions=portal-source libs/prompt/bench/assemble.bench.ts`.
  */
 
 /** Reads the memory window of a conversation of the given length; the lead plugs in the Postgres read. */

@@ -117,7 +117,7 @@ describe('loadTokenizer', () => {
       const before = loaded();
       const tokens = textTokens('Xin chào');
       process.stdout.write(JSON.stringify({ before, after: loaded(), tokens }));`;
-    const run = spawnSync(process.execPath, ['--conditions=source', '--import', 'tsx', '-e', script], {
+    const run = spawnSync(process.execPath, ['--conditions=portal-source', '--import', 'tsx', '-e', script], {
       cwd: ROOT,
       encoding: 'utf8',
     });
