@@ -15,6 +15,32 @@ const frameworks = [
   'pdfjs-dist',
 ];
 
+const TEST_FILES = [
+  '**/*.spec.ts',
+  '**/*.int-spec.ts',
+  '**/*.e2e-spec.ts',
+  'apps/*/test/**/*.ts',
+  '**/src/testing/**/*.ts',
+];
+
+/** `type:test` libs (fakes, harnesses, corpora) may be imported by tests and test helpers only. */
+function moduleBoundaries({ forTests }) {
+  const test = forTests ? ['type:test'] : [];
+  return {
+    allow: [],
+    depConstraints: [
+      { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['type:core', 'type:adapter', 'type:test'] },
+      { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:core', 'type:adapter', ...test] },
+      { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:core', 'type:adapter', ...test] },
+      {
+        sourceTag: 'type:core',
+        onlyDependOnLibsWithTags: ['type:core', ...test],
+        bannedExternalImports: frameworks,
+      },
+    ],
+  };
+}
+
 export default tseslint.config(
   {
     ignores: [
@@ -33,22 +59,12 @@ export default tseslint.config(
     plugins: { '@nx': nx },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      '@nx/enforce-module-boundaries': [
-        'error',
-        {
-          allow: [],
-          depConstraints: [
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:core', 'type:adapter'] },
-            { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:core', 'type:adapter'] },
-            {
-              sourceTag: 'type:core',
-              onlyDependOnLibsWithTags: ['type:core'],
-              bannedExternalImports: frameworks,
-            },
-          ],
-        },
-      ],
+      '@nx/enforce-module-boundaries': ['error', moduleBoundaries({ forTests: false })],
     },
+  },
+  {
+    files: TEST_FILES,
+    rules: { '@nx/enforce-module-boundaries': ['error', moduleBoundaries({ forTests: true })] },
   },
   {
     // Tests and their helpers read untyped JSON from HTTP answers.

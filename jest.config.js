@@ -19,11 +19,10 @@ const esmPackages = [
   'oidc-provider',
 ];
 
-/** One runner for every tier: unit (*.spec.ts), integration (*.int-spec.ts), end to end (apps/<app>/test). */
-module.exports = {
+/** What every tier shares: TypeScript through swc, `@portal/*` from source. */
+const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/apps', '<rootDir>/libs'],
-  testMatch: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }],
     '^.+\\.m?js$': ['@swc/jest', swcForJs],
@@ -36,7 +35,24 @@ module.exports = {
     '^@portal/(.*)$': '<rootDir>/libs/$1/src/index.ts',
   },
   setupFiles: ['reflect-metadata'],
-  globalSetup: '<rootDir>/tools/jest-global-setup.js',
+};
+
+/**
+ * Three tiers, each runnable alone (`jest --selectProjects unit`): unit tests need no database,
+ * Redis or build; integration tests use the local Postgres and Redis; end-to-end tests start the
+ * built services, so only they build dist/ first.
+ */
+module.exports = {
   testTimeout: 30000,
   maxWorkers: 2,
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['**/*.spec.ts'] },
+    { ...shared, displayName: 'int', testMatch: ['**/*.int-spec.ts'] },
+    {
+      ...shared,
+      displayName: 'e2e',
+      testMatch: ['**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/tools/jest-global-setup.js',
+    },
+  ],
 };

@@ -1,4 +1,4 @@
-// End-to-end tests run the built services: build dist/ once before any suite starts.
+// End-to-end tests run the built services: build dist/ once before their suites start.
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 

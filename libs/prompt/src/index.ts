@@ -7,6 +7,6 @@ export * from './attachments';
 export * from './memory';
 export * from './prompt-stack';
 export * from './title';
-export * from './compaction-prompt';
+export * from './compaction';
 export * from './review';
 export * from './text-cut';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { languageSample } from './compaction-prompt';
+import { languageSample } from './compaction';
 import { previewResult, replayArguments } from './memory';
 import { reviewPrompt } from './review';
 import { limits } from './testing/transcript.fixtures';

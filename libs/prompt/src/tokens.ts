@@ -31,7 +31,7 @@ type Encoding = typeof import('gpt-tokenizer/cjs/encoding/o200k_base');
 let encoding: Encoding | undefined;
 
 /**
- * Loads the o200k_base tables (about 15 MB of heap, 300 ms): at the first count, so a process that
+ * Loads the o200k_base tables (megabytes of heap, a noticeable pause) at the first count, so a process that
  * never counts (attachment-ingest) does not carry them; a service that counts on every turn calls
  * it at boot instead. The `cjs/` path, because the workspace resolves modules the node10 way,
  * which ignores package exports.

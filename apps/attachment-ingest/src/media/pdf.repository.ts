@@ -20,9 +20,9 @@ export interface PdfReaderLimits {
 
 export interface PdfReaderPoolOptions {
   /**
-   * Readers kept loaded between documents (default 0: a new thread for every document). Loading
-   * pdf.js into a new thread costs about 150 ms and its first document runs before the JIT has
-   * warmed up, about half again as long as the next ones.
+   * Readers kept loaded between documents (default 0: a new thread for every document): loading
+   * pdf.js into a new thread is slow, and its first document runs before the JIT has warmed up
+   * (docs/benchmarks.md).
    */
   idleReaders?: number;
   /** A reader is retired after this many documents (default 50), so nothing a document left can pile up. */
@@ -56,9 +56,9 @@ const PARALLEL_MIN_PAGES = 32;
 
 /**
  * Typed arrays live outside the heap that `resourceLimits` caps, and pdf.js keeps a decoded stream
- * in one Uint8Array that doubles as it grows: a 1.5 MB deflate bomb grew the reader by 3 GB. So in
- * the reader's thread every typed array (and ArrayBuffer) larger than this share of its heap limit
- * is refused with a RangeError, which pdf.js reports as a page it could not read. The thread has no
+ * in one Uint8Array that doubles as it grows, so a small deflate bomb grows a reader by gigabytes.
+ * So in the reader's thread every typed array (and ArrayBuffer) larger than this share of its heap
+ * limit is refused with a RangeError, which pdf.js reports as a page it could not read. The thread has no
  * DecompressionStream either: pdf.js would inflate a whole stream through it into native chunks
  * before any limit could look, and falls back to its own decoder, whose buffer is capped.
  */

@@ -7,8 +7,8 @@ const WORDS =
 
 /**
  * A PDF of `pages` pages of plain text (Helvetica, 30 lines each, deflated), built here: what a
- * new PDF reader reads once before it serves documents. pdf.js' first pages in a thread run
- * before V8 has optimised its text extraction, about 250 ms more CPU than warm ones.
+ * new PDF reader reads once before it serves documents, since pdf.js' first pages in a thread run
+ * before V8 has optimised its text extraction (docs/benchmarks.md).
  */
 export function warmUpPdf(pages = 40): Buffer {
   let k = 0;

@@ -15,10 +15,10 @@ import {
   turnLineTokens,
   type CompactionPrompt,
   type CompactionPromptInput,
-} from './compaction-prompt';
-import { resolveLimits } from './limits';
-import { summaryNote } from './memory';
-import { projectTokens, textTokens, TokenCounter } from './tokens';
+} from '.';
+import { resolveLimits } from '../limits';
+import { summaryNote } from '../memory';
+import { projectTokens, textTokens, TokenCounter } from '../tokens';
 import {
   assistant,
   chat,
@@ -33,7 +33,7 @@ import {
   turn,
   use,
   user,
-} from './testing/transcript.fixtures';
+} from '../testing/transcript.fixtures';
 
 const earlier: CompactionBlock = {
   id: 'c1',
