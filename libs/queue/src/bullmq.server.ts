@@ -7,7 +7,7 @@ import {
 } from '@nestjs/microservices';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import IORedis, { type Redis } from 'ioredis';
-import { finalize, isObservable, lastValueFrom } from 'rxjs';
+import { isObservable, lastValueFrom } from 'rxjs';
 import type { QueueName } from '@portal/contracts';
 import { BullMqContext } from './bullmq.context';
 import { WORKER_OPTIONS, queueKeyPrefix, type QueueConnectionOptions } from './job-options';
@@ -105,15 +105,25 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
     return this.workers as T;
   }
 
-  /** As Nest's, but awaits the handler's result, so that BullMQ learns how the job ended. */
-  override async handleEvent(pattern: string, packet: ReadPacket, context: BullMqContext): Promise<void> {
+  /**
+   * As Nest's, but settles when the handler has: BullMQ completes, retries or fails the job by it.
+   * The processing hooks (tracing) wrap the run as they do for every transport.
+   */
+  override handleEvent(pattern: string, packet: ReadPacket, context: BullMqContext): Promise<void> {
     const handler = this.getHandlerByPattern(pattern);
-    if (!handler) throw new Error(`No handler for queue "${pattern}"`);
-    return this.runWithProcessingHooks(context, async (runEndHook) => {
-      const resultOrStream = await handler(packet.data, context);
-      if (isObservable(resultOrStream)) {
-        await lastValueFrom(resultOrStream.pipe(finalize(runEndHook)), { defaultValue: undefined });
-      } else runEndHook();
+    if (!handler) return Promise.reject(new Error(`No handler for queue "${pattern}"`));
+    return new Promise<void>((resolve, reject) => {
+      this.runWithProcessingHooks(context, async (runEndHook) => {
+        try {
+          const resultOrStream = await handler(packet.data, context);
+          if (isObservable(resultOrStream)) await lastValueFrom(resultOrStream, { defaultValue: undefined });
+          resolve();
+        } catch (err) {
+          reject(err);
+        } finally {
+          runEndHook();
+        }
+      });
     });
   }
 
