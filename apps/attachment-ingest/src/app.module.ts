@@ -38,8 +38,8 @@ export class AppModule {
         },
         PictureIngestService,
         DocumentIngestService,
-        IngestAttachmentHandler,
       ],
+      controllers: [IngestAttachmentHandler],
     };
   }
 }

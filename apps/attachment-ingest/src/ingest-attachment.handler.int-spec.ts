@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { crc32, deflateSync } from 'node:zlib';
 import { Logger } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import {
@@ -17,8 +16,15 @@ import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent, readCommonConfig } from '@portal/contracts';
-import { ConversationEvents, PortalMetrics, QueueService, UploadHandOff, WorkerHost } from '@portal/queue';
-import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
+import {
+  BullMqClient,
+  ConversationEvents,
+  createQueueMicroservice,
+  PortalMetrics,
+  UploadHandOff,
+} from '@portal/queue';
+import { createTestDatabase, deleteRedisPrefix, jobContext, type TestDatabase } from '@portal/testing';
+import { lastValueFrom } from 'rxjs';
 import { AppModule } from './app.module';
 import { AttachmentEvents } from './attachment-events';
 import { readIngestLimits, type AttachmentIngestConfig } from './config';
@@ -55,6 +61,7 @@ let attachments: AttachmentRepository;
 let blobs: BlobStore;
 let events: ConversationEvents;
 let handoff: UploadHandOff;
+let client: BullMqClient;
 let conversationId: string;
 
 function config(limits: Partial<AttachmentIngestConfig['limits']> = {}) {
@@ -105,7 +112,7 @@ const blob = (attachmentId: string, variant: BlobVariant) => blobs.get({ orgId: 
 const OWN = reducedVariant(CATALOGUE[0].vision!);
 const LARGEST = reducedVariant({ maxLongSide: 2048, maxShortSide: 768 });
 
-const job = () => ({ attemptsMade: 0, signal: new AbortController().signal });
+const job = (attemptsMade = 0) => jobContext(client.queue(QueueName.Attachments), { attemptsMade });
 
 async function ingest(
   bytes: Buffer,
@@ -131,6 +138,7 @@ beforeAll(async () => {
   blobs = new PostgresBlobStore(ds);
   events = new ConversationEvents(redisUrl, prefix);
   handoff = new UploadHandOff(redisUrl, prefix);
+  client = new BullMqClient({ redisUrl, prefix });
   await seedOrg(ds, ORG);
   conversationId = await newConversation(ds, ORG);
 });
@@ -138,6 +146,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await events.close();
   await handoff.onModuleDestroy();
+  await client.close();
   await deleteRedisPrefix(redisUrl, prefix);
   await db.drop();
 });
@@ -514,9 +523,9 @@ describe('progress, events and idempotency', () => {
       'database went away',
     );
     expect((await attachments.getManifest(ORG, id))!.status).toBe('reading');
-    await expect(
-      handler({}, broken).handle({ orgId: ORG, attachmentId: id }, { ...job(), attemptsMade: 2 }),
-    ).rejects.toThrow('database went away');
+    await expect(handler({}, broken).handle({ orgId: ORG, attachmentId: id }, job(2))).rejects.toThrow(
+      'database went away',
+    );
     expect(await attachments.getManifest(ORG, id)).toMatchObject({
       status: 'failed',
       error: 'internal error: database went away',
@@ -563,7 +572,7 @@ describe("the gateway's hand-off", () => {
 
 describe('the attachment-ingest app', () => {
   it('consumes `ingest-attachment` jobs from the queue', async () => {
-    const app = await NestFactory.createApplicationContext(
+    const app = await createQueueMicroservice(
       AppModule.forRoot({
         databaseUrl: db.url,
         redisUrl,
@@ -572,12 +581,14 @@ describe('the attachment-ingest app', () => {
         healthPort: 0,
         ...config(),
       }),
-      { logger: false },
+      { queues: [QueueName.Attachments], logger: false },
     );
     try {
-      app.get(WorkerHost).start([QueueName.Attachments]);
+      await app.listen();
       const id = await upload(makePdf({ pages: [['Hello from the queue']] }), 'queued.pdf');
-      await app.get(QueueService).enqueue('ingest-attachment', { orgId: ORG, attachmentId: id });
+      await lastValueFrom(
+        app.get(BullMqClient).emit(QueueName.Attachments, { orgId: ORG, attachmentId: id }),
+      );
       let manifest = await attachments.getManifest(ORG, id);
       for (let i = 0; i < 200 && manifest?.status !== 'finished'; i++) {
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -586,11 +597,6 @@ describe('the attachment-ingest app', () => {
       expect(manifest).toMatchObject({ status: 'finished', pageCount: 1 });
       expect(await attachments.getPage(ORG, id, 1)).toBe('Hello from the queue');
     } finally {
-      const queues = app.get(QueueService);
-      await queues.close();
-      // QueueService leaves open the connection it duplicates for each worker (told the lead).
-      type Leaky = { workers: { opts: { connection: { disconnect(): void } } }[] };
-      for (const worker of (queues as unknown as Leaky).workers) worker.opts.connection.disconnect();
       await app.close();
     }
   });

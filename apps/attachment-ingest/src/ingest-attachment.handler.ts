@@ -1,15 +1,8 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Controller, Inject, Logger } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { QueueName, type JobData } from '@portal/contracts';
 import { AttachmentRepository, BLOB_STORE, type BlobStore, type ManifestPatch } from '@portal/dal';
-import {
-  addLogContext,
-  JOB_OPTIONS,
-  JobHandler,
-  PortalMetrics,
-  UploadHandOff,
-  type JobContext,
-  type JobHandlerOf,
-} from '@portal/queue';
+import { addLogContext, BullMqContext, JOB_OPTIONS, PortalMetrics, UploadHandOff } from '@portal/queue';
 import { AttachmentEvents } from './attachment-events';
 import { DocumentIngestService } from './document-ingest.service';
 import type { IngestContext } from './ingest.types';
@@ -22,9 +15,8 @@ import { PictureIngestService } from './picture-ingest.service';
  * its first page, replacing what was stored. A file that cannot be read fails at once with its
  * reason; any other error is retried, and marks the attachment failed on the last attempt.
  */
-@JobHandler('ingest-attachment')
-@Injectable()
-export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'> {
+@Controller()
+export class IngestAttachmentHandler {
   private readonly logger = new Logger('IngestAttachmentHandler');
 
   constructor(
@@ -37,11 +29,10 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     @Inject(UploadHandOff) private readonly handoff: UploadHandOff,
   ) {}
 
-  async handle(
-    data: JobData<'ingest-attachment'>,
-    context: Pick<JobContext, 'attemptsMade' | 'signal'>,
-  ): Promise<void> {
+  @EventPattern(QueueName.Attachments)
+  async handle(@Payload() data: JobData<'ingest-attachment'>, @Ctx() context: BullMqContext): Promise<void> {
     const { orgId, attachmentId } = data;
+    const signal = context.getSignal();
     const key = { orgId, attachmentId, variant: 'original' } as const;
     // The gateway's hand-off (asked for with the row) while it lasts, since the blob store may not
     // have the bytes yet; else the blob store, only for an attachment still to be read.
@@ -66,7 +57,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
       attachment,
       conversationId,
       model,
-      signal: context.signal,
+      signal,
       original,
       report: async (patch: ManifestPatch, publish = true) => {
         await reading;
@@ -94,7 +85,7 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
         return;
       }
       const attempts = JOB_OPTIONS[QueueName.Attachments].attempts ?? 1;
-      if (!context.signal.aborted && context.attemptsMade + 1 >= attempts) {
+      if (!signal.aborted && context.getJob().attemptsMade + 1 >= attempts) {
         this.logger.error(`attachment ${attachmentId}: ${(err as Error).stack ?? String(err)}`);
         this.metrics.ingestFailures.inc(kind);
         await ctx.report({ status: 'failed', error: `internal error: ${(err as Error).message}` });

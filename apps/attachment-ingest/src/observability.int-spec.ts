@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { NestFactory } from '@nestjs/core';
-import type { INestApplicationContext } from '@nestjs/common';
+import type { INestMicroservice } from '@nestjs/common';
+import { lastValueFrom } from 'rxjs';
 import sharp from 'sharp';
 import { QueueName, readCommonConfig } from '@portal/contracts';
 import {
@@ -13,12 +13,12 @@ import {
   type BlobStore,
 } from '@portal/dal';
 import {
+  BullMqClient,
   createLogger,
+  createQueueMicroservice,
   NestPinoLogger,
   PortalMetrics,
-  QueueService,
   WORKER_OPTIONS,
-  WorkerHost,
 } from '@portal/queue';
 import { captureLogs, createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
@@ -32,7 +32,7 @@ const prefix = `test-ingest-obs-${randomBytes(4).toString('hex')}`;
 const DOCUMENT_TEXT = 'Confidential: the Oslo plant closes in March, 212 jobs affected.';
 
 let db: TestDatabase;
-let app: INestApplicationContext;
+let app: INestMicroservice;
 let attachments: AttachmentRepository;
 const logs = captureLogs();
 
@@ -42,13 +42,13 @@ beforeAll(async () => {
   await new OrgRepository(db.dataSource).upsert(ORG);
   await new UserRepository(db.dataSource).upsert(ORG, 'alice', 'member');
   const config = readConfig({ DATABASE_URL: db.url, REDIS_URL: redisUrl, PORTAL_PREFIX: prefix });
-  app = await NestFactory.createApplicationContext(AppModule.forRoot(config), {
+  app = await createQueueMicroservice(AppModule.forRoot(config), {
+    queues: [QueueName.Attachments],
     logger: new NestPinoLogger(createLogger({ name: 'attachment-ingest', destination: logs.destination })),
   });
-  app.get(WorkerHost).start([QueueName.Attachments]);
+  await app.listen();
 });
 afterAll(async () => {
-  await app?.get(QueueService).close();
   await app?.close();
   await deleteRedisPrefix(redisUrl, prefix);
   await db?.drop();
@@ -75,7 +75,7 @@ async function ingest(bytes: Buffer, filename: string): Promise<string> {
     byteSize: bytes.length,
     sha256: randomBytes(8).toString('hex'),
   });
-  await app.get(QueueService).enqueue('ingest-attachment', { orgId: ORG, attachmentId: id });
+  await lastValueFrom(app.get(BullMqClient).emit(QueueName.Attachments, { orgId: ORG, attachmentId: id }));
   for (let i = 0; i < 200; i++) {
     const status = (await attachments.getManifest(ORG, id))?.status;
     if (status === 'finished' || status === 'failed') break;

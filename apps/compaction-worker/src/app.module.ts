@@ -59,9 +59,9 @@ export class AppModule {
           },
           inject: [DataSource, ConversationEvents, ModelClientFactory, PortalMetrics],
         },
-        CompactHandler,
         Closer,
       ],
+      controllers: [CompactHandler],
     };
   }
 }

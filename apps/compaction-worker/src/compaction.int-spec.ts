@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import type { INestMicroservice } from '@nestjs/common';
 import { QueueEvents } from 'bullmq';
 import IORedis from 'ioredis';
 import { QueueName, type JobData, readCommonConfig } from '@portal/contracts';
@@ -31,11 +30,12 @@ import {
   textTokens,
   type ChatRequest,
 } from '@portal/prompt';
-import { ConversationEvents, QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
+import { BullMqClient, ConversationEvents, createQueueMicroservice, queueKeyPrefix } from '@portal/queue';
 import {
   createTestDatabase,
   deleteRedisPrefix,
   fakeError,
+  jobContext,
   startFakeOpenAI,
   type FakeOpenAI,
   type TestDatabase,
@@ -60,8 +60,8 @@ const prefix = `test-cw-${randomUUID().slice(0, 8)}`;
 
 let db: TestDatabase;
 let fake: FakeOpenAI;
-let app: INestApplicationContext;
-let queues: QueueService;
+let app: INestMicroservice;
+let queues: BullMqClient;
 let events: ConversationEvents;
 let queueEvents: QueueEvents;
 const eventsConnection = new IORedis(redisUrl, { maxRetriesPerRequest: null });
@@ -97,7 +97,7 @@ beforeAll(async () => {
     reviewer: null,
     compactionGuidance: null,
   });
-  app = await NestFactory.createApplicationContext(
+  app = await createQueueMicroservice(
     AppModule.forRoot({
       databaseUrl: db.url,
       redisUrl,
@@ -107,10 +107,10 @@ beforeAll(async () => {
       models: [MODEL, SMALL],
       limits: resolveLimits(),
     }),
-    { logger: false },
+    { queues: [QueueName.Compactions], logger: false },
   );
-  app.get(WorkerHost).start([QueueName.Compactions]);
-  queues = app.get(QueueService);
+  await app.listen();
+  queues = app.get(BullMqClient);
   events = new ConversationEvents(redisUrl, prefix);
   requests = new CompactionRequests(ds, queues, events);
   client = new CompactionClient(ds, queues, { redisUrl, prefix, timeoutMs: 20_000 });
@@ -125,7 +125,6 @@ afterAll(async () => {
   await client.close();
   await queueEvents.close();
   eventsConnection.disconnect();
-  await queues.close();
   await app.close();
   await events.close();
   await fake.close();
@@ -222,11 +221,7 @@ async function manualCompaction(conversationId: string, model: ModelEntry): Prom
 }
 
 const lastRequest = () => fake.requests.at(-1)!.body;
-const context = () => ({
-  jobId: `direct-${randomUUID()}`,
-  attemptsMade: 0,
-  signal: new AbortController().signal,
-});
+const context = () => jobContext(queues.queue(QueueName.Compactions), { id: `direct-${randomUUID()}` });
 
 // --- Manual -------------------------------------------------------------------------------------
 

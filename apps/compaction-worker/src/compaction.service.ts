@@ -43,7 +43,7 @@ import {
   type CompactionPromptInput,
   type Limits,
 } from '@portal/prompt';
-import { addLogContext, JOB_OPTIONS, type ConversationEvents, type JobContext } from '@portal/queue';
+import { addLogContext, JOB_OPTIONS, type BullMqContext, type ConversationEvents } from '@portal/queue';
 
 export interface CompactionServiceDeps {
   db: Db;
@@ -113,7 +113,7 @@ export class CompactionService {
     this.leaseMs = deps.leaseMs ?? 30_000;
   }
 
-  async run(data: JobInput, context: JobContext): Promise<void> {
+  async run(data: JobInput, context: BullMqContext): Promise<void> {
     const turn = await new TurnRepository(this.deps.db).get(data.orgId, data.turnId);
     if (!turn) throw new UnrecoverableError(`Turn ${data.turnId} not found`);
     addLogContext({ conversationId: turn.conversationId });
@@ -121,7 +121,7 @@ export class CompactionService {
     else await this.manual(turn, data, context);
   }
 
-  private async auto(turn: Turn, data: JobInput, context: JobContext): Promise<void> {
+  private async auto(turn: Turn, data: JobInput, context: BullMqContext): Promise<void> {
     if (await this.stored(data)) return;
     if (turn.kind !== 'turn' || turn.status !== 'running') {
       throw new UnrecoverableError(`Turn ${turn.id} is a ${turn.status} ${turn.kind}, not a running turn`);
@@ -135,11 +135,11 @@ export class CompactionService {
     if (result.written) await this.announce(turn, result.blocks, usage);
   }
 
-  private async manual(turn: Turn, data: JobInput, context: JobContext): Promise<void> {
+  private async manual(turn: Turn, data: JobInput, context: BullMqContext): Promise<void> {
     if (turn.kind !== 'compaction') throw new UnrecoverableError(`Turn ${turn.id} is not a compaction turn`);
     if (isTerminal(turn.status)) return;
     const turns = new TurnRepository(this.deps.db);
-    const owner = `compaction-worker:${context.jobId}`;
+    const owner = `compaction-worker:${context.getJob().id}`;
     const claimed = await turns.claim(data.orgId, turn.id, owner, this.leaseMs);
     if (!claimed) return; // another worker has it
     if (claimed.from === 'queued') await this.publishAll(turn, turnStatusEvents(turn.id, 'running'));
@@ -165,7 +165,7 @@ export class CompactionService {
       }
       await this.settle(turn, data.orgId);
     } catch (err) {
-      const final = err instanceof UnrecoverableError || context.attemptsMade + 1 >= this.attempts();
+      const final = err instanceof UnrecoverableError || context.getJob().attemptsMade + 1 >= this.attempts();
       if (final) await this.fail(turn, data.orgId, (err as Error).message);
       throw err;
     } finally {
@@ -202,7 +202,7 @@ export class CompactionService {
   private async summarise(
     turn: Turn,
     data: JobInput,
-    context: JobContext,
+    context: BullMqContext,
   ): Promise<{ summary: Summary; usage: UsageRow | null }> {
     const { db, catalogue, limits } = this.deps;
     const entry = findModel(catalogue, turn.model);
@@ -224,7 +224,7 @@ export class CompactionService {
       // One per compaction: the prompt is measured again after every page, from the same texts.
       counter: new TokenCounter(),
     });
-    const result = await this.call(entry, prompt, context.signal);
+    const result = await this.call(entry, prompt, context.getSignal());
     if (result.text.trim() === '') throw new Error('The summary call answered with no text');
     const { summary, restored } = finishSummary(result.text, prompt);
     if (restored.length > 0) {

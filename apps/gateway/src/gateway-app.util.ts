@@ -10,8 +10,8 @@ import { QueueName } from '@portal/contracts';
 import {
   createLogger,
   NestPinoLogger,
+  BullMqClient,
   PortalMetrics,
-  QueueService,
   runWithLogContext,
   type LogFields,
 } from '@portal/queue';
@@ -51,7 +51,7 @@ export async function createGatewayApp(
   const fastify = app.getHttpAdapter().getInstance();
   acceptJsonOnly(fastify);
   const metrics = app.get(MetricsService);
-  const queues = app.get(QueueService);
+  const queues = app.get(BullMqClient);
   app.get(PortalMetrics).watchQueues(Object.values(QueueName).map((name) => queues.queue(name)));
   // Every line logged while a request is handled carries its ids (the guard adds the org and user).
   fastify.addHook('preHandler', (request, _reply, done) => runWithLogContext(requestIds(request), done));

@@ -1,7 +1,7 @@
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { BLOB_STORE, CompactionClient, DalModule, PromptInputLoader, type BlobStore } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
-import { ConversationEvents, QueueModule, QueueService } from '@portal/queue';
+import { BullMqClient, ConversationEvents, QueueModule } from '@portal/queue';
 import { DataSource } from 'typeorm';
 import type { TurnOrchestratorConfig } from './config';
 import { CONFIG } from './config.token';
@@ -52,9 +52,9 @@ export class AppModule implements OnApplicationShutdown {
         },
         {
           provide: CompactionClient,
-          useFactory: (dataSource: DataSource, queues: QueueService) =>
+          useFactory: (dataSource: DataSource, queues: BullMqClient) =>
             new CompactionClient(dataSource, queues, { redisUrl: config.redisUrl, prefix: config.prefix }),
-          inject: [DataSource, QueueService],
+          inject: [DataSource, BullMqClient],
         },
         ...TOOL_PROVIDERS,
         CancelListener,
@@ -66,9 +66,9 @@ export class AppModule implements OnApplicationShutdown {
         TurnStore,
         TurnEventsResync,
         TurnRunner,
-        RunTurnHandler,
         TurnReconciler,
       ],
+      controllers: [RunTurnHandler],
     };
   }
 

@@ -1,5 +1,7 @@
 import { QueueName } from '@portal/contracts';
-import { createLogger, NestPinoLogger, PortalMetrics, QueueService, WorkerHost } from '@portal/queue';
+import type { INestMicroservice } from '@nestjs/common';
+import { lastValueFrom } from 'rxjs';
+import { BullMqClient, createLogger, JobRecord, NestPinoLogger, PortalMetrics } from '@portal/queue';
 import { captureLogs } from '@portal/testing';
 import { ORG, startHarness, type Harness } from '../test/turn.harness';
 
@@ -8,14 +10,14 @@ const QUESTION = 'What did the Lisbon board decide about project KINGFISHER?';
 const ANSWER = 'The board approved KINGFISHER with a budget of 12 million.';
 
 let h: Harness;
+let worker: INestMicroservice;
 const logs = captureLogs();
 
 beforeAll(async () => {
   h = await startHarness();
-  h.app.useLogger(
+  worker = await h.startWorker(
     new NestPinoLogger(createLogger({ name: 'turn-orchestrator', destination: logs.destination })),
   );
-  h.app.get(WorkerHost).start([QueueName.Turns]);
 });
 afterAll(async () => {
   await h?.close();
@@ -38,9 +40,8 @@ describe('a turn run from the queue', () => {
   beforeAll(async () => {
     ({ turnId, conversationId } = await h.openTurn({ text: QUESTION }));
     h.fake.enqueue({ text: ANSWER, usage: { prompt_tokens: 321, completion_tokens: 12 } });
-    await h.app
-      .get(QueueService)
-      .enqueue('run-turn', { orgId: ORG, turnId }, { jobId: `run-turn:${turnId}:open` });
+    const record = new JobRecord({ orgId: ORG, turnId }, { jobId: `run-turn:${turnId}:open` });
+    await lastValueFrom(h.app.get(BullMqClient).emit(QueueName.Turns, record));
     await line((l) => l.msg === 'run-turn completed' && l.turnId === turnId);
   });
 
@@ -68,7 +69,7 @@ describe('a turn run from the queue', () => {
   });
 
   it('records the turn, its model calls, tokens and the job in the metrics', async () => {
-    const text = await h.app.get(PortalMetrics).registry.metrics();
+    const text = await worker.get(PortalMetrics).registry.metrics();
     expect(text).toContain('portal_turns_total{status="completed"} 1');
     expect(text).toContain('portal_turn_duration_seconds_count{status="completed"} 1');
     expect(text).toContain(

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { INestApplicationContext } from '@nestjs/common';
+import type { INestApplicationContext, INestMicroservice, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { cancelChannel, type PortalEvent, readCommonConfig } from '@portal/contracts';
+import { cancelChannel, QueueName, type PortalEvent, readCommonConfig } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
@@ -18,7 +18,7 @@ import {
   type SkillInput,
 } from '@portal/dal';
 import type { Block, Effort, Message } from '@portal/domain';
-import { ConversationEvents, QueueService } from '@portal/queue';
+import { ConversationEvents, createQueueMicroservice } from '@portal/queue';
 import {
   createTestDatabase,
   deleteRedisPrefix,
@@ -49,6 +49,8 @@ export interface Harness {
   redis: IORedis;
   /** Every retry wait asked for, in ms. */
   waits: number[];
+  /** A turn-orchestrator consuming the `turns` queue, as it boots, beside `app` (closed with it). */
+  startWorker(logger?: LoggerService): Promise<INestMicroservice>;
   /** `busy`: another worker holds the turn's live lease. */
   run(turnId: string, shutdown?: AbortSignal): Promise<'busy' | undefined>;
   openTurn(opts?: OpenTurn): Promise<{ turnId: string; conversationId: string }>;
@@ -162,6 +164,7 @@ export async function startHarness(
   const turns = new TurnRepository(ds);
   const blocks = new BlockRepository(ds);
 
+  const workers: INestMicroservice[] = [];
   const readEvents = async (conversationId: string) =>
     (await events.readAfter(conversationId, '0-0', 10_000)).map((e) => e.event);
 
@@ -172,6 +175,15 @@ export async function startHarness(
     config,
     redis,
     waits,
+    async startWorker(logger) {
+      const worker = await createQueueMicroservice(AppModule.forRoot(config), {
+        queues: [QueueName.Turns],
+        logger: logger ?? false,
+      });
+      workers.push(worker);
+      await worker.listen();
+      return worker;
+    },
     run: (turnId, shutdown = new AbortController().signal) => runner.run({ orgId: ORG, turnId }, shutdown),
     async openTurn(o = {}) {
       const agentId = o.agentId ?? 'researcher';
@@ -220,7 +232,7 @@ export async function startHarness(
     },
     async close() {
       jest.restoreAllMocks();
-      await app.get(QueueService).close();
+      for (const worker of workers) await worker.close();
       await app.close();
       await deleteRedisPrefix(redis, prefix);
       redis.disconnect();

@@ -22,8 +22,12 @@ export type JobName = Job['name'];
 export type JobOf<N extends JobName> = Extract<Job, { name: N }>;
 export type JobData<N extends JobName> = JobOf<N>['data'];
 
-export const JOB_QUEUE: { [N in JobName]: JobOf<N>['queue'] } = {
-  'run-turn': QueueName.Turns,
-  'ingest-attachment': QueueName.Attachments,
-  compact: QueueName.Compactions,
+/** The job a queue carries: handlers are `@EventPattern(QueueName.X)` and producers emit to the queue. */
+export type QueueJob<Q extends QueueName> = Extract<Job, { queue: Q }>;
+
+/** The BullMQ job name of each queue's job (Bull Board and the logs show it). */
+export const QUEUE_JOB: { [Q in QueueName]: QueueJob<Q>['name'] } = {
+  [QueueName.Turns]: 'run-turn',
+  [QueueName.Attachments]: 'ingest-attachment',
+  [QueueName.Compactions]: 'compact',
 };

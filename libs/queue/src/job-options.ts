@@ -52,3 +52,12 @@ export const WORKER_OPTIONS: Record<
 export function queueKeyPrefix(portalPrefix: string, queue: QueueName): string {
   return `{${portalPrefix}:${queue}}`;
 }
+
+/** Where the queues live: Redis and the portal's key prefix (PORTAL_PREFIX). */
+export interface QueueConnectionOptions {
+  redisUrl: string;
+  prefix: string;
+}
+
+/** The connection options QueueModule was given, for the transport server of a worker. */
+export const QUEUE_CONNECTION = Symbol('QUEUE_CONNECTION');

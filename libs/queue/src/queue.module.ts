@@ -1,56 +1,27 @@
-import { Module, type DynamicModule, Injectable, Inject } from '@nestjs/common';
-import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
-import { JOB_QUEUE, type JobName, type QueueName } from '@portal/contracts';
-import { QueueService, type QueueConnectionOptions } from './queue.service';
-import { JobHandler, pickHandlers, type JobHandlerOf } from './job-handler.decorator';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { BullMqClient } from './bullmq.client';
+import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
 import { PortalMetrics } from './observability/portal-metrics.service';
 import { UploadHandOff } from './upload-handoff';
 
-/** Finds the `@JobHandler` providers of the queues a worker consumes and starts consuming. */
-@Injectable()
-export class WorkerHost {
-  constructor(
-    @Inject(QueueService) private readonly queues: QueueService,
-    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
-  ) {}
-
-  start(queues: QueueName[]): void {
-    const found = this.discovery
-      .getProviders({ metadataKey: JobHandler.KEY })
-      .filter((wrapper) => wrapper.instance)
-      .map((wrapper) => ({
-        jobName: this.discovery.getMetadataByDecorator(JobHandler, wrapper) as JobName,
-        handler: wrapper.instance as JobHandlerOf<JobName>,
-        className: wrapper.name as string,
-      }));
-    const jobNames = (Object.keys(JOB_QUEUE) as JobName[]).filter((name) => queues.includes(JOB_QUEUE[name]));
-    const handlers = pickHandlers(jobNames, found);
-    this.queues.consume(queues, (name, data, context) => {
-      const handler = handlers.get(name);
-      if (!handler) throw new Error(`No handler for job "${name}"`);
-      return handler.handle(data as never, context);
-    });
-  }
-}
-
+/**
+ * The queue side of every service: the BullMQ client producers emit jobs with, the metrics, the
+ * upload hand-off, and the connection options a worker's transport server reads.
+ */
 @Module({})
 export class QueueModule {
   static forRoot(options: QueueConnectionOptions): DynamicModule {
+    const connection: QueueConnectionOptions = { redisUrl: options.redisUrl, prefix: options.prefix };
     return {
       module: QueueModule,
       global: true,
-      imports: [DiscoveryModule],
       providers: [
+        { provide: QUEUE_CONNECTION, useValue: connection },
         { provide: PortalMetrics, useFactory: () => new PortalMetrics() },
-        {
-          provide: QueueService,
-          useFactory: (metrics: PortalMetrics) => new QueueService(options, metrics),
-          inject: [PortalMetrics],
-        },
+        { provide: BullMqClient, useFactory: () => new BullMqClient(connection) },
         { provide: UploadHandOff, useFactory: () => new UploadHandOff(options.redisUrl, options.prefix) },
-        WorkerHost,
       ],
-      exports: [QueueService, WorkerHost, PortalMetrics, UploadHandOff],
+      exports: [QUEUE_CONNECTION, BullMqClient, PortalMetrics, UploadHandOff],
     };
   }
 }

@@ -1,9 +1,12 @@
-import type { DynamicModule, INestApplicationContext, Type } from '@nestjs/common';
+import type { DynamicModule, INestMicroservice, LoggerService, LogLevel, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { AsyncMicroserviceOptions } from '@nestjs/microservices';
 import { envInt, type QueueName } from '@portal/contracts';
-import { QueueService } from './queue.service';
-import { WorkerHost } from './queue.module';
+import { BullMqClient } from './bullmq.client';
+import { BullMqServer } from './bullmq.server';
 import { startHealthServer, type ReadinessCheck } from './health.server';
+import { JobErrorFilter } from './job-error.filter';
+import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
 import { createLogger } from './observability/logger.util';
 import { NestPinoLogger } from './observability/nest-logger.service';
 import { PortalMetrics } from './observability/portal-metrics.service';
@@ -14,40 +17,60 @@ import { PortalMetrics } from './observability/portal-metrics.service';
  */
 export const DEFAULT_SHUTDOWN_DEADLINE_MS = 25_000;
 
+/**
+ * A worker as a Nest microservice on the BullMQ transport, consuming `queues` once `listen()` is
+ * called. `module` imports QueueModule; its `@EventPattern` handlers are checked at `listen()`.
+ */
+export async function createQueueMicroservice(
+  module: Type<unknown> | DynamicModule,
+  options: { queues: QueueName[]; logger?: LoggerService | LogLevel[] | false },
+): Promise<INestMicroservice> {
+  const app = await NestFactory.createMicroservice<AsyncMicroserviceOptions>(module, {
+    logger: options.logger,
+    inject: [QUEUE_CONNECTION, PortalMetrics],
+    useFactory: (connection: QueueConnectionOptions, metrics: PortalMetrics) => ({
+      strategy: new BullMqServer({ ...connection, queues: options.queues }, metrics),
+    }),
+  });
+  app.useGlobalFilters(new JobErrorFilter());
+  return app;
+}
+
 export interface WorkerBootOptions {
   name: string;
   module: Type<unknown> | DynamicModule;
   queues: QueueName[];
   healthPort: number;
   /** Extra readiness checks beyond Redis (e.g. the database). */
-  ready: (app: INestApplicationContext) => ReadinessCheck;
+  ready: (app: INestMicroservice) => ReadinessCheck;
   /** Overrides SHUTDOWN_DEADLINE_MS. */
   shutdownDeadlineMs?: number;
 }
 
 /**
- * Boots a queue worker: Nest context logging JSON, health and metrics port, handler discovery,
- * graceful SIGTERM.
+ * Boots a queue worker: the microservice logging JSON, its health and metrics port, graceful
+ * SIGTERM.
  */
-export async function bootWorker(options: WorkerBootOptions): Promise<INestApplicationContext> {
+export async function bootWorker(options: WorkerBootOptions): Promise<INestMicroservice> {
   const deadlineMs =
     options.shutdownDeadlineMs ??
     configOrExit(() => envInt(process.env, 'SHUTDOWN_DEADLINE_MS', DEFAULT_SHUTDOWN_DEADLINE_MS, { min: 1 }));
   const log = createLogger({ name: options.name });
-  const app = await NestFactory.createApplicationContext(options.module, {
+  const app = await createQueueMicroservice(options.module, {
+    queues: options.queues,
     logger: new NestPinoLogger(log),
   });
-  const queues = app.get(QueueService);
+  const client = app.get(BullMqClient);
   const metrics = app.get(PortalMetrics);
   metrics.collectDefaults(`portal_${options.name.replace(/-/g, '_')}_`);
-  metrics.watchQueues(options.queues.map((name) => queues.queue(name)));
+  metrics.watchQueues(options.queues.map((name) => client.queue(name)));
   const appReady = options.ready(app);
   const health = await startHealthServer(
     options.healthPort,
-    async () => ({ redis: await queues.ping(), ...(await appReady()) }),
+    async () => ({ redis: await client.ping(), ...(await appReady()) }),
     () => metrics.scrape(),
   );
-  app.get(WorkerHost).start(options.queues);
+  await app.listen();
   log.info(`consuming ${options.queues.join(', ')}; health and metrics on :${options.healthPort}`);
 
   let stopping = false;
@@ -61,7 +84,7 @@ export async function bootWorker(options: WorkerBootOptions): Promise<INestAppli
     }, deadlineMs);
     deadline.unref();
     try {
-      await queues.close();
+      // The transport first (running jobs finish or are handed back), then the app's own hooks.
       await app.close();
       health.close();
       log.info('stopped');

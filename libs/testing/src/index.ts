@@ -3,6 +3,7 @@ export * from './database.util';
 export * from './e2e';
 export * from './log-capture.util';
 export * from './redis.util';
+export * from './job-context.util';
 export * from './hostile';
 export * from './chaos';
 export * from './mcp';

@@ -4,7 +4,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import { QueueName } from '@portal/contracts';
-import { QueueService } from '@portal/queue';
+import { BullMqClient } from '@portal/queue';
 import { toApiError } from '../common/api-error.util';
 import { DomainError } from '@portal/domain';
 import { Authenticator } from '../auth/authenticator.service';
@@ -20,7 +20,7 @@ export const QUEUE_BOARD_PATH = '/admin/queues';
  * board's own scripts cannot send X-Portal-CSRF, so its requests prove themselves by their Origin.
  */
 export async function registerQueueBoard(app: NestFastifyApplication, config: GatewayConfig): Promise<void> {
-  const queues = app.get(QueueService);
+  const queues = app.get(BullMqClient);
   const auth = app.get(Authenticator);
   const board = new FastifyAdapter();
   createBullBoard({

@@ -16,7 +16,7 @@ import {
   UserRepository,
   type BlobStore,
 } from '@portal/dal';
-import { QueueModule, QueueService, UploadHandOff } from '@portal/queue';
+import { BullMqClient, QueueModule, UploadHandOff } from '@portal/queue';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { ApiErrorFilter } from '../common/api-error.filter';
 import { Authenticator } from '../auth/authenticator.service';
@@ -93,7 +93,6 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
 }
 
 afterAll(async () => {
-  await app.get(QueueService).close();
   await app.close();
   await deleteRedisPrefix(redisUrl, prefix);
   await db.drop();
@@ -157,7 +156,7 @@ describe('POST /v1/attachments', () => {
       },
     });
     const job = await app
-      .get(QueueService)
+      .get(BullMqClient)
       .queue(QueueName.Attachments)
       .getJob(`ingest-attachment:${res.body.id}:upload`);
     expect(job?.name).toBe('ingest-attachment');
@@ -296,14 +295,14 @@ describe('POST /v1/attachments', () => {
 describe('POST /v1/attachments without the hand-off (UPLOAD_HANDOFF_TTL=0)', () => {
   it('stores the upload before its ingest is queued, and hands nothing off', async () => {
     const gateway = await startGateway(0);
-    const queues = gateway.app.get(QueueService);
+    const queue = gateway.app.get(BullMqClient).queue(QueueName.Attachments);
     const blobs = gateway.app.get<BlobStore>(BLOB_STORE);
     const storedWhenQueued: (Buffer | null)[] = [];
-    const enqueue = queues.enqueue.bind(queues);
-    const watch = jest.spyOn(queues, 'enqueue').mockImplementation(async (name, data, opts) => {
+    const add = queue.add.bind(queue);
+    const watch = jest.spyOn(queue, 'add').mockImplementation(async (name, data, opts) => {
       const { orgId, attachmentId } = data as { orgId: string; attachmentId: string };
       storedWhenQueued.push(await blobs.get({ orgId, attachmentId, variant: 'original' }));
-      return enqueue(name, data, opts);
+      return add(name, data, opts);
     });
     try {
       const bytes = Buffer.from('Stored first.');
@@ -318,7 +317,6 @@ describe('POST /v1/attachments without the hand-off (UPLOAD_HANDOFF_TTL=0)', () 
       expect(await gateway.app.get(UploadHandOff).take({ orgId: 'acme', attachmentId: id })).toBeNull();
     } finally {
       watch.mockRestore();
-      await queues.close();
       await gateway.app.close();
     }
   });

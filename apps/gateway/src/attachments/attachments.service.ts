@@ -2,6 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import { lastValueFrom } from 'rxjs';
+import { QueueName } from '@portal/contracts';
 import {
   AttachmentRepository,
   BLOB_STORE,
@@ -11,7 +13,7 @@ import {
 } from '@portal/dal';
 import { DomainError, type AttachmentManifest } from '@portal/domain';
 import { cutText } from '@portal/prompt';
-import { QueueService, UploadHandOff } from '@portal/queue';
+import { BullMqClient, JobRecord, UploadHandOff } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
 import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';
 
@@ -30,7 +32,7 @@ export class AttachmentsService {
   constructor(
     @Inject(AttachmentRepository) private readonly attachments: AttachmentRepository,
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
-    @Inject(QueueService) private readonly queues: QueueService,
+    @Inject(BullMqClient) private readonly queues: BullMqClient,
     @Inject(UploadHandOff) private readonly handoff: UploadHandOff,
     @Inject(ATTACHMENTS_CONFIG) private readonly config: AttachmentsConfig,
   ) {}
@@ -74,10 +76,14 @@ export class AttachmentsService {
     // finds a row without its bytes.
     const handedOff = await handingOff;
     if (!handedOff) await this.blobs.put(original, upload.bytes);
-    await this.queues.enqueue(
-      'ingest-attachment',
-      { orgId: caller.orgId, attachmentId: created.id },
-      { jobId: `ingest-attachment:${created.id}:upload` },
+    await lastValueFrom(
+      this.queues.emit(
+        QueueName.Attachments,
+        new JobRecord(
+          { orgId: caller.orgId, attachmentId: created.id },
+          { jobId: `ingest-attachment:${created.id}:upload` },
+        ),
+      ),
     );
     // A failure here answers 500, as any lost answer would; the worker may still read the file
     // from the hand-off, and the caller, who never learnt its id, uploads it again.

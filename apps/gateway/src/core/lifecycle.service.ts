@@ -1,19 +1,15 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { ConversationEvents, QueueService } from '@portal/queue';
+import { ConversationEvents } from '@portal/queue';
 
 /**
- * Closes the Redis connections the queue library opens but does not close itself, after the HTTP
- * server (DalModule closes the database pool).
+ * Closes the event stream's Redis connections, which the queue library opens but does not close
+ * itself, after the HTTP server (DalModule closes the database pool, the BullMQ client itself).
  */
 @Injectable()
 export class LifecycleService implements OnApplicationShutdown {
-  constructor(
-    @Inject(QueueService) private readonly queues: QueueService,
-    @Inject(ConversationEvents) private readonly events: ConversationEvents,
-  ) {}
+  constructor(@Inject(ConversationEvents) private readonly events: ConversationEvents) {}
 
   async onApplicationShutdown(): Promise<void> {
-    await this.queues.close();
     await this.events.close();
   }
 }

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import IORedis from 'ioredis';
-import { cancelChannel, type PortalEvent } from '@portal/contracts';
-import { ConversationEvents, QueueService } from '@portal/queue';
+import { lastValueFrom } from 'rxjs';
+import { cancelChannel, QueueName, type PortalEvent } from '@portal/contracts';
+import { BullMqClient, ConversationEvents, JobRecord } from '@portal/queue';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 
 /**
@@ -16,7 +17,7 @@ export class TurnDispatchService implements OnApplicationShutdown {
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
-    @Inject(QueueService) private readonly queues: QueueService,
+    @Inject(BullMqClient) private readonly queues: BullMqClient,
     @Inject(ConversationEvents) private readonly events: ConversationEvents,
   ) {
     this.publisher = new IORedis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
@@ -25,7 +26,12 @@ export class TurnDispatchService implements OnApplicationShutdown {
   /** `run-turn` with the protocol's job id `run-turn:<turnId>:<reason>` (one job per reason). */
   runTurn(orgId: string, turnId: string, reason: 'open' | 'cancel' | `answer-${string}`): Promise<void> {
     return this.safely(`enqueue run-turn ${turnId} (${reason})`, () =>
-      this.queues.enqueue('run-turn', { orgId, turnId }, { jobId: `run-turn:${turnId}:${reason}` }),
+      lastValueFrom(
+        this.queues.emit(
+          QueueName.Turns,
+          new JobRecord({ orgId, turnId }, { jobId: `run-turn:${turnId}:${reason}` }),
+        ),
+      ),
     );
   }
 

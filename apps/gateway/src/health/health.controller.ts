@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
 import { isDatabaseReady } from '@portal/dal';
-import { QueueService } from '@portal/queue';
+import { BullMqClient } from '@portal/queue';
 import { Public } from '../common/auth.decorator';
 
 @Public()
@@ -10,7 +10,7 @@ import { Public } from '../common/auth.decorator';
 export class HealthController {
   constructor(
     @Inject(DataSource) private readonly dataSource: DataSource,
-    @Inject(QueueService) private readonly queues: QueueService,
+    @Inject(BullMqClient) private readonly queues: BullMqClient,
   ) {}
 
   @Get('live')

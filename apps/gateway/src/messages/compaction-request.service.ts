@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CompactionRequests, type Conversation, type ManualCompactionInput } from '@portal/dal';
-import { ConversationEvents, QueueService } from '@portal/queue';
+import { BullMqClient, ConversationEvents } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
 import { MetricsService } from '../metrics/metrics.service';
 
@@ -16,7 +16,7 @@ export class CompactionRequestService {
 
   constructor(
     @Inject(DataSource) dataSource: DataSource,
-    @Inject(QueueService) queues: QueueService,
+    @Inject(BullMqClient) queues: BullMqClient,
     @Inject(ConversationEvents) events: ConversationEvents,
     @Inject(MetricsService) private readonly metrics: MetricsService,
   ) {

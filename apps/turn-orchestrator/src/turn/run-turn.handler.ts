@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Controller, Inject } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { QueueName, type JobData } from '@portal/contracts';
-import { JOB_OPTIONS, JobHandler, RetryLaterError, type JobContext, type JobHandlerOf } from '@portal/queue';
+import { BullMqContext, JOB_OPTIONS, RetryLaterError } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { TurnRunner } from './turn-runner.service';
@@ -11,21 +12,22 @@ import { TurnRunner } from './turn-runner.service';
  * worker holding the turn looks again once that lease could have lapsed (its worker may be dead).
  * The last attempt's failure cuts the turn off.
  */
-@JobHandler('run-turn')
-@Injectable()
-export class RunTurnHandler implements JobHandlerOf<'run-turn'> {
+@Controller()
+export class RunTurnHandler {
   constructor(
     @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
     @Inject(TurnRunner) private readonly runner: TurnRunner,
   ) {}
 
-  async handle(data: JobData<'run-turn'>, context: JobContext): Promise<void> {
+  @EventPattern(QueueName.Turns)
+  async handle(@Payload() data: JobData<'run-turn'>, @Ctx() context: BullMqContext): Promise<void> {
+    const signal = context.getSignal();
     let outcome: 'busy' | undefined;
     try {
-      outcome = await this.runner.run(data, context.signal);
+      outcome = await this.runner.run(data, signal);
     } catch (err) {
       const attempts = JOB_OPTIONS[QueueName.Turns].attempts ?? 1;
-      if (!context.signal.aborted && context.attemptsMade + 1 >= attempts) {
+      if (!signal.aborted && context.getJob().attemptsMade + 1 >= attempts) {
         // When even this write fails, the reconciler finds the failed job and cuts the turn off.
         await this.runner.outOfAttempts(data, (err as Error).message).catch(() => undefined);
       }

@@ -1,5 +1,4 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import type { INestMicroservice } from '@nestjs/common';
 import { QueueName } from '@portal/contracts';
 import {
   AgentRepository,
@@ -10,7 +9,7 @@ import {
 } from '@portal/dal';
 import { checkTurn, type CompactionBlock } from '@portal/domain';
 import { findModel, priceUsage } from '@portal/model';
-import { QueueService, WorkerHost } from '@portal/queue';
+import { BullMqClient, createQueueMicroservice } from '@portal/queue';
 import { fakeContextOverflow, fakeError } from '@portal/testing';
 // The compaction-worker runs in this process beside the orchestrator, as it runs beside it in production.
 // eslint-disable-next-line @nx/enforce-module-boundaries
@@ -20,7 +19,7 @@ import { TurnReconciler } from './turn-reconciler.service';
 import { TurnHandedBackError } from './turn-runner.service';
 
 let h: Harness;
-let worker: INestApplicationContext;
+let worker: INestMicroservice;
 let tiny: string;
 let big: string;
 
@@ -30,16 +29,16 @@ const BIG_RULES = Array.from({ length: 300 }, (_, i) => `Rule ${i + 1}: keep eve
 
 beforeAll(async () => {
   h = await startHarness({ models: [SMALL] });
-  worker = await NestFactory.createApplicationContext(
+  worker = await createQueueMicroservice(
     CompactionWorkerModule.forRoot({
       ...h.config,
       healthPort: 0,
       models: h.config.catalogue,
       limits: h.config.limits,
     }),
-    { logger: false },
+    { queues: [QueueName.Compactions], logger: false },
   );
-  worker.get(WorkerHost).start([QueueName.Compactions]);
+  await worker.listen();
   await new AgentRepository(h.db.dataSource).upsert(ORG, {
     id: 'auditor',
     name: 'auditor',
@@ -54,7 +53,6 @@ beforeAll(async () => {
   big = await addSkill(h, skill('big', { instructions: BIG_RULES }));
 });
 afterAll(async () => {
-  await worker?.get(QueueService).close();
   await worker?.close();
   await h?.close();
 });
@@ -271,7 +269,7 @@ describe('the reconciler', () => {
 
     expect(await h.app.get(TurnReconciler).reconcile({ idleMs: 0 })).toContain(turn.id);
 
-    const queues = h.app.get(QueueService);
+    const queues = h.app.get(BullMqClient);
     const job = await queues.queue(QueueName.Compactions).getJob(compactionJobId(turn.id, MANUAL_REQUEST_ID));
     expect(job).toMatchObject({
       name: 'compact',

@@ -7,7 +7,8 @@ import {
 } from '@nestjs/common';
 import { QueueName } from '@portal/contracts';
 import { compactionJobId, MANUAL_REQUEST_ID, TurnRepository } from '@portal/dal';
-import { QueueService } from '@portal/queue';
+import { BullMqClient, JobRecord } from '@portal/queue';
+import { lastValueFrom } from 'rxjs';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { TurnRunner } from './turn-runner.service';
@@ -34,7 +35,7 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
     @Inject(TurnRepository) private readonly turns: TurnRepository,
-    @Inject(QueueService) private readonly queues: QueueService,
+    @Inject(BullMqClient) private readonly queues: BullMqClient,
     @Inject(TurnRunner) private readonly runner: TurnRunner,
   ) {}
 
@@ -82,12 +83,13 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
         if (!['completed', 'failed'].includes(await previous.getState())) continue;
         await previous.remove();
       }
-      if (compaction) {
-        const data = { orgId, turnId, trigger: 'MANUAL', requestId: MANUAL_REQUEST_ID } as const;
-        await this.queues.enqueue('compact', data, { jobId });
-      } else {
-        await this.queues.enqueue('run-turn', { orgId, turnId }, { jobId });
-      }
+      const job = compaction
+        ? this.queues.emit(
+            QueueName.Compactions,
+            new JobRecord({ orgId, turnId, trigger: 'MANUAL', requestId: MANUAL_REQUEST_ID }, { jobId }),
+          )
+        : this.queues.emit(QueueName.Turns, new JobRecord({ orgId, turnId }, { jobId }));
+      await lastValueFrom(job);
       enqueued.push(turnId);
     }
     if (enqueued.length)

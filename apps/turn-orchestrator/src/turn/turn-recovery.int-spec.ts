@@ -2,8 +2,9 @@ import { Worker } from 'bullmq';
 import { QueueName } from '@portal/contracts';
 import { ConversationRepository, PromptInputLoader, TurnEntity, TurnRepository } from '@portal/dal';
 import { checkTurn, type TextBlock } from '@portal/domain';
-import { JOB_OPTIONS, QueueService, WorkerHost, queueKeyPrefix } from '@portal/queue';
-import { fakeError } from '@portal/testing';
+import { lastValueFrom } from 'rxjs';
+import { BullMqClient, JOB_OPTIONS, JobRecord, queueKeyPrefix } from '@portal/queue';
+import { fakeError, jobContext } from '@portal/testing';
 import { ORG, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
 import { RunTurnHandler } from './run-turn.handler';
 import { TurnHandedBackError } from './turn-runner.service';
@@ -184,10 +185,11 @@ describe('shutdown and recovery', () => {
       .spyOn(h.app.get(PromptInputLoader), 'load')
       .mockRejectedValue(new Error('Connection terminated unexpectedly'));
     const handler = h.app.get(RunTurnHandler);
+    const queue = h.app.get(BullMqClient).queue(QueueName.Turns);
     const attempt = (attemptsMade: number) =>
       handler.handle(
         { orgId: ORG, turnId },
-        { jobId: `run-turn:${turnId}:open`, attemptsMade, signal: new AbortController().signal },
+        jobContext(queue, { id: `run-turn:${turnId}:open`, attemptsMade }),
       );
     try {
       await expect(attempt(0)).rejects.toThrow('Connection terminated unexpectedly');
@@ -222,7 +224,7 @@ describe('shutdown and recovery', () => {
     );
     const failed = new Promise((resolve) => worker.once('failed', resolve));
     await h.app
-      .get(QueueService)
+      .get(BullMqClient)
       .queue(QueueName.Turns)
       .add('run-turn', { orgId: ORG, turnId }, { jobId: `run-turn:${turnId}:open`, attempts: 1 });
     await failed;
@@ -238,14 +240,14 @@ describe('shutdown and recovery', () => {
   });
 
   it('the reconciler re-enqueues stranded turns once Redis lost their jobs, once, and a worker finishes them', async () => {
-    const queues = h.app.get(QueueService);
+    const queues = h.app.get(BullMqClient);
     const reconciler = h.app.get(TurnReconciler);
     const queued = await h.openTurn();
-    await queues.enqueue(
-      'run-turn',
+    const record = new JobRecord(
       { orgId: ORG, turnId: queued.turnId },
       { jobId: `run-turn:${queued.turnId}:open` },
     );
+    await lastValueFrom(queues.emit(QueueName.Turns, record));
     const abandoned = await h.openTurn();
     await new TurnRepository(h.db.dataSource).claim(ORG, abandoned.turnId, 'dead-worker', -1000);
 
@@ -261,7 +263,7 @@ describe('shutdown and recovery', () => {
       `run-turn:${queued.turnId}:recover`,
     ]);
 
-    h.app.get(WorkerHost).start([QueueName.Turns]);
+    await h.startWorker();
     for (const { turnId } of [queued, abandoned]) {
       for (let i = 0; i < 500 && (await h.turn(turnId))!.status !== 'completed'; i++) {
         await new Promise((r) => setTimeout(r, 10));

@@ -3,7 +3,8 @@ import { QueueEvents } from 'bullmq';
 import IORedis, { type Redis } from 'ioredis';
 import { QueueName, type JobData } from '@portal/contracts';
 import type { CompactionBlock } from '@portal/domain';
-import { queueKeyPrefix, type QueueService } from '@portal/queue';
+import { JobRecord, queueKeyPrefix, type BullMqClient } from '@portal/queue';
+import { lastValueFrom } from 'rxjs';
 import type { Db } from '../db.util';
 import { BlockRepository } from '../repositories/block.repository';
 import { compactionBlockId, compactionJobId } from './compaction-ids.util';
@@ -39,7 +40,7 @@ export class CompactionClient {
 
   constructor(
     private readonly db: Db,
-    private readonly queues: QueueService,
+    private readonly queues: BullMqClient,
     private readonly options: CompactionClientOptions,
   ) {}
 
@@ -59,9 +60,12 @@ export class CompactionClient {
     const fail = (why: string) => new CompactionError(turnId, why);
     try {
       const { queueEvents } = await this.queueEvents();
-      const job = await this.queues
-        .queue(QueueName.Compactions)
-        .add('compact', data, { jobId: compactionJobId(turnId, requestId) });
+      const job = await lastValueFrom(
+        this.queues.emit(
+          QueueName.Compactions,
+          new JobRecord(data, { jobId: compactionJobId(turnId, requestId) }),
+        ),
+      );
       try {
         await untilAborted(job.waitUntilFinished(queueEvents, timeoutMs), opts.signal);
       } catch (err) {

@@ -3,7 +3,7 @@ import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { QueueName, readCommonConfig } from '@portal/contracts';
 import { isDomainError, type CompactionBlock } from '@portal/domain';
-import { ConversationEvents, QueueService } from '@portal/queue';
+import { BullMqClient, ConversationEvents } from '@portal/queue';
 import { BlockRepository } from '../repositories/block.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { answer, newConversation, seedOrg, settledTurn } from '../testing/dal.fixtures';
@@ -18,7 +18,7 @@ const prefix = `test-cmp-${randomUUID().slice(0, 8)}`;
 
 let db: ScratchDatabase;
 let ds: DataSource;
-let queues: QueueService;
+let queues: BullMqClient;
 let events: ConversationEvents;
 let requests: CompactionRequests;
 const redis = new IORedis(redisUrl);
@@ -27,7 +27,7 @@ beforeAll(async () => {
   db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
-  queues = new QueueService({ redisUrl, prefix });
+  queues = new BullMqClient({ redisUrl, prefix });
   events = new ConversationEvents(redisUrl, prefix);
   requests = new CompactionRequests(ds, queues, events);
 });

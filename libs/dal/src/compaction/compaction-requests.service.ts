@@ -1,6 +1,8 @@
 import { DomainError, type Effort, type Message, type TextBlock, type Turn } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
-import type { ConversationEvents, QueueService } from '@portal/queue';
+import { QueueName } from '@portal/contracts';
+import { JobRecord, type BullMqClient, type ConversationEvents } from '@portal/queue';
+import { lastValueFrom } from 'rxjs';
 import { type Db } from '../db.util';
 import { DalError } from '../errors';
 import { TurnRepository } from '../repositories/turn.repository';
@@ -45,7 +47,7 @@ function refused(rule: keyof typeof COMPACT_REFUSALS, message: string): DomainEr
 export class CompactionRequests {
   constructor(
     private readonly db: Db,
-    private readonly queues: QueueService,
+    private readonly queues: BullMqClient,
     private readonly events: ConversationEvents | null = null,
   ) {}
 
@@ -101,7 +103,8 @@ export class CompactionRequests {
     }
     const requestId = MANUAL_REQUEST_ID;
     const jobId = compactionJobId(turn.id, requestId);
-    await this.queues.enqueue('compact', { orgId, turnId: turn.id, trigger: 'MANUAL', requestId }, { jobId });
+    const data = { orgId, turnId: turn.id, trigger: 'MANUAL', requestId } as const;
+    await lastValueFrom(this.queues.emit(QueueName.Compactions, new JobRecord(data, { jobId })));
     return { turn, message, requestId, jobId };
   }
 }
