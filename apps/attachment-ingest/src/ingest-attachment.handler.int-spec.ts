@@ -16,7 +16,8 @@ import {
 import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
-import { QueueName, type PortalEvent, readCommonConfig } from '@portal/contracts';
+import { QueueName, type PortalEvent, readRedisUrl } from '@portal/contracts';
+import { RedisConnections } from '@portal/redis';
 import { ConversationEvents, PortalMetrics, QueueService, UploadHandOff, WorkerHost } from '@portal/queue';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
@@ -31,7 +32,8 @@ import { makePdf } from './testing/pdf.fixtures';
 
 const ORG = 'acme';
 const SEED_VI = sourcePage('vi');
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
+const redis = new RedisConnections({ url: redisUrl });
 const prefix = `test-ingest-${randomBytes(4).toString('hex')}`;
 
 const model = (id: string, vision: ModelEntry['vision']): ModelEntry => ({
@@ -129,16 +131,15 @@ beforeAll(async () => {
   ds = db.dataSource;
   attachments = new AttachmentRepository(ds);
   blobs = new PostgresBlobStore(ds);
-  events = new ConversationEvents(redisUrl, prefix);
-  handoff = new UploadHandOff(redisUrl, prefix);
+  events = new ConversationEvents(redis, prefix);
+  handoff = new UploadHandOff(redis, prefix);
   await seedOrg(ds, ORG);
   conversationId = await newConversation(ds, ORG);
 });
 
 afterAll(async () => {
-  await events.close();
-  await handoff.onModuleDestroy();
   await deleteRedisPrefix(redisUrl, prefix);
+  await redis.close();
   await db.drop();
 });
 
@@ -566,7 +567,7 @@ describe('the attachment-ingest app', () => {
     const app = await NestFactory.createApplicationContext(
       AppModule.forRoot({
         databaseUrl: db.url,
-        redisUrl,
+        redis: { url: redisUrl },
         prefix,
         eventRetentionMs: 3_600_000,
         healthPort: 0,
@@ -586,11 +587,7 @@ describe('the attachment-ingest app', () => {
       expect(manifest).toMatchObject({ status: 'finished', pageCount: 1 });
       expect(await attachments.getPage(ORG, id, 1)).toBe('Hello from the queue');
     } finally {
-      const queues = app.get(QueueService);
-      await queues.close();
-      // QueueService leaves open the connection it duplicates for each worker (told the lead).
-      type Leaky = { workers: { opts: { connection: { disconnect(): void } } }[] };
-      for (const worker of (queues as unknown as Leaky).workers) worker.opts.connection.disconnect();
+      await app.get(QueueService).close();
       await app.close();
     }
   });

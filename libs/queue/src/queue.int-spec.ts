@@ -3,7 +3,8 @@ import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'bullmq';
 import IORedis from 'ioredis';
-import { QueueName, type JobData, readCommonConfig } from '@portal/contracts';
+import { QueueName, type JobData, readRedisUrl } from '@portal/contracts';
+import { RedisModule } from '@portal/redis';
 import {
   JobHandler,
   QueueModule,
@@ -17,7 +18,7 @@ import {
   queueKeyPrefix,
 } from './index';
 
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
 
 function received() {
   let resolve!: (data: JobData<'run-turn'>) => void;
@@ -62,7 +63,10 @@ class RecordingHandler implements JobHandlerOf<'run-turn'> {
 }
 
 async function boot(prefix: string, handlers: Array<new (...args: never[]) => unknown>) {
-  @Module({ imports: [QueueModule.forRoot({ redisUrl, prefix })], providers: handlers })
+  @Module({
+    imports: [RedisModule.forRoot({ url: redisUrl }), QueueModule.forRoot({ prefix })],
+    providers: handlers,
+  })
   class TestModule {}
   return NestFactory.createApplicationContext(TestModule, { logger: false });
 }

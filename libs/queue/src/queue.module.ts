@@ -1,7 +1,8 @@
 import { Module, type DynamicModule, Injectable, Inject } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { JOB_QUEUE, type JobName, type QueueName } from '@portal/contracts';
-import { QueueService, type QueueConnectionOptions } from './queue.service';
+import { RedisConnections } from '@portal/redis';
+import { QueueService } from './queue.service';
 import { JobHandler, pickHandlers, type JobHandlerOf } from './job-handler.decorator';
 import { PortalMetrics } from './observability/portal-metrics.service';
 import { UploadHandOff } from './upload-handoff';
@@ -35,7 +36,8 @@ export class WorkerHost {
 
 @Module({})
 export class QueueModule {
-  static forRoot(options: QueueConnectionOptions): DynamicModule {
+  /** On the connections of `RedisModule`, which the app imports. */
+  static forRoot(options: { prefix: string }): DynamicModule {
     return {
       module: QueueModule,
       global: true,
@@ -44,10 +46,15 @@ export class QueueModule {
         { provide: PortalMetrics, useFactory: () => new PortalMetrics() },
         {
           provide: QueueService,
-          useFactory: (metrics: PortalMetrics) => new QueueService(options, metrics),
-          inject: [PortalMetrics],
+          useFactory: (redis: RedisConnections, metrics: PortalMetrics) =>
+            new QueueService({ redis, prefix: options.prefix }, metrics),
+          inject: [RedisConnections, PortalMetrics],
         },
-        { provide: UploadHandOff, useFactory: () => new UploadHandOff(options.redisUrl, options.prefix) },
+        {
+          provide: UploadHandOff,
+          useFactory: (redis: RedisConnections) => new UploadHandOff(redis, options.prefix),
+          inject: [RedisConnections],
+        },
         WorkerHost,
       ],
       exports: [QueueService, WorkerHost, PortalMetrics, UploadHandOff],

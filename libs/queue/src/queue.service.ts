@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
-import IORedis, { type Redis } from 'ioredis';
+import type { RedisClient, RedisConnections } from '@portal/redis';
 import { JOB_QUEUE, QueueName, type JobData, type JobName } from '@portal/contracts';
 import { JOB_OPTIONS, WORKER_OPTIONS, queueKeyPrefix } from './job-options';
 import type { JobContext } from './job-handler.decorator';
@@ -8,7 +8,7 @@ import { runWithLogContext } from './observability/logger.util';
 import type { PortalMetrics } from './observability/portal-metrics.service';
 
 export interface QueueConnectionOptions {
-  redisUrl: string;
+  redis: RedisConnections;
   prefix: string;
 }
 
@@ -31,10 +31,9 @@ export class RetryLaterError extends Error {
 
 /** BullMQ behind one small service: producers for every queue, consumers for the ones asked. */
 export class QueueService {
-  private readonly connection: Redis;
+  private readonly connection: RedisClient;
   private readonly queues = new Map<QueueName, Queue>();
   private readonly workers: Worker[] = [];
-  private readonly workerConnections: Redis[] = [];
   private readonly shutdown = new AbortController();
   private readonly logger = new Logger('Queue');
 
@@ -43,7 +42,7 @@ export class QueueService {
     private readonly options: QueueConnectionOptions,
     private readonly metrics?: PortalMetrics,
   ) {
-    this.connection = new IORedis(options.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.connection = options.redis.shared('queue');
   }
 
   async ping(): Promise<boolean> {
@@ -79,8 +78,7 @@ export class QueueService {
   /** Starts consuming `queues`; each job goes to `process` with its name. */
   consume(queues: QueueName[], process: JobProcessor): void {
     for (const name of queues) {
-      const connection = this.connection.duplicate();
-      this.workerConnections.push(connection);
+      const connection = this.options.redis.dedicated('queue');
       const worker = new Worker(
         name,
         (job: BullJob, token?: string) => this.attempt(name, job, process, token),
@@ -151,7 +149,5 @@ export class QueueService {
     this.shutdown.abort();
     await Promise.all(this.workers.map((w) => w.close()));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
-    for (const connection of this.workerConnections) connection.disconnect();
-    this.connection.disconnect();
   }
 }
