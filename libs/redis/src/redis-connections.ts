@@ -54,10 +54,6 @@ export class RedisConnections {
 
   constructor(readonly target: RedisTarget) {}
 
-  get cluster(): boolean {
-    return 'clusterNodes' in this.target;
-  }
-
   /** The process's connection for `role`, opened on first use and shared by every caller. */
   shared(role: RedisRole): RedisClient {
     let client = this.sharedByRole.get(role);
