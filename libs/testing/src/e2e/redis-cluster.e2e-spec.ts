@@ -150,7 +150,7 @@ describe('on a Redis Cluster (REDIS_CLUSTER_NODES)', () => {
     expect(await chat.violations(turnId)).toEqual([]);
   });
 
-  it("kept the queues and every conversation's event stream in the cluster", async () => {
+  it("kept the queues, every conversation's event stream and the rate limit's counter in the cluster", async () => {
     const redis = new RedisConnections({ clusterNodes: cluster.nodes });
     try {
       const client = redis.shared('state');
@@ -161,6 +161,8 @@ describe('on a Redis Cluster (REDIS_CLUSTER_NODES)', () => {
         expect(keys.some((key) => key.startsWith(`${queueKeyPrefix(portal.prefix, queue)}:${queue}:`))).toBe(
           true,
         );
+      // Each request was counted there (a limiter that cannot reach Redis lets requests through).
+      expect(keys.some((key) => key.startsWith(`${portal.prefix}:rate-limit:`))).toBe(true);
     } finally {
       await redis.close();
     }
