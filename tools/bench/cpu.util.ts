@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { readCommonConfig } from '@portal/contracts';
+import { readRedisUrl } from '@portal/contracts';
 
 const CLK_TCK = (() => {
   try {
@@ -58,7 +58,7 @@ let redisPidCache: number | null | undefined;
 export async function redisServerPid(): Promise<number | null> {
   if (redisPidCache !== undefined) return redisPidCache;
   const IORedis = (await import('ioredis')).default;
-  const redis = new IORedis(readCommonConfig(process.env).redisUrl);
+  const redis = new IORedis(readRedisUrl(process.env));
   try {
     const info = await redis.info('server');
     redisPidCache = Number(/process_id:(\d+)/.exec(info)?.[1]) || null;

@@ -7,14 +7,17 @@ import { formatChaosReport, runChaos } from '@portal/testing';
  * turn is stuck, a block lost or doubled, an invariant broken or a stream differs from the store.
  */
 async function main(): Promise<void> {
+  // `npm run test:chaos -- --cluster`: the same run on a 3-master Redis Cluster.
+  const redisCluster = process.argv.includes('--cluster');
   const report = await runChaos({
+    redisCluster,
     conversations: 10,
     turnsPerConversation: 5,
     kills: 8,
     pauseMs: 2_000,
     log: (line) => console.log(line),
   });
-  console.log(`\nchaos (full form)\n${formatChaosReport(report)}`);
+  console.log(`\nchaos (full form${redisCluster ? ', Redis Cluster' : ''})\n${formatChaosReport(report)}`);
   // A turn that failed with its reason is allowed (and listed); anything below is not.
   for (const t of report.turns.filter((turn) => turn.status === 'failed' && turn.error))
     console.log(`failed: c${t.conversation} t${t.n} ${t.turnId}: ${t.error}`);

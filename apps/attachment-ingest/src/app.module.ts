@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DalModule } from '@portal/dal';
 import { ConversationEvents, QueueModule } from '@portal/queue';
+import { RedisConnections, RedisModule } from '@portal/redis';
 import { AttachmentEvents } from './attachment-events';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import { DocumentIngestService } from './document-ingest.service';
@@ -14,7 +15,11 @@ export class AppModule {
   static forRoot(config: AttachmentIngestConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
+      imports: [
+        RedisModule.forRoot(config.redis), // first, so that it closes last
+        DalModule.forRoot(config.databaseUrl),
+        QueueModule.forRoot(config),
+      ],
       providers: [
         { provide: INGEST_CONFIG, useValue: config },
         {
@@ -31,10 +36,9 @@ export class AppModule {
         },
         {
           provide: AttachmentEvents,
-          useFactory: () =>
-            new AttachmentEvents(
-              new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
-            ),
+          useFactory: (redis: RedisConnections) =>
+            new AttachmentEvents(new ConversationEvents(redis, config.prefix, config.eventRetentionMs)),
+          inject: [RedisConnections],
         },
         PictureIngestService,
         DocumentIngestService,

@@ -1,11 +1,11 @@
-import { Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ConversationEvents } from '@portal/queue';
 
 /**
  * `attachment_progress` on the conversation's event stream, with the manifest as it now is.
  * Progress is best effort: Postgres holds the truth, and a client can always read the manifest. */
-export class AttachmentEvents implements OnModuleDestroy {
+export class AttachmentEvents {
   private readonly logger = new Logger('AttachmentEvents');
 
   constructor(private readonly events: ConversationEvents) {}
@@ -17,9 +17,5 @@ export class AttachmentEvents implements OnModuleDestroy {
     } catch (err) {
       this.logger.warn(`progress of ${attachment.id} not published: ${(err as Error).message}`);
     }
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.events.close();
   }
 }

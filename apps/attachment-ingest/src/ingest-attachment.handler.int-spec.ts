@@ -15,7 +15,7 @@ import {
 import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
-import { QueueName, type PortalEvent, readCommonConfig } from '@portal/contracts';
+import { QueueName, type PortalEvent, readRedisUrl } from '@portal/contracts';
 import {
   BullMqClient,
   ConversationEvents,
@@ -23,6 +23,7 @@ import {
   PortalMetrics,
   UploadHandOff,
 } from '@portal/queue';
+import { RedisConnections } from '@portal/redis';
 import { createTestDatabase, deleteRedisPrefix, jobContext, type TestDatabase } from '@portal/testing';
 import { lastValueFrom } from 'rxjs';
 import { AppModule } from './app.module';
@@ -37,7 +38,8 @@ import { makePdf } from './testing/pdf.fixtures';
 
 const ORG = 'acme';
 const SEED_VI = sourcePage('vi');
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
+const redis = new RedisConnections({ url: redisUrl });
 const prefix = `test-ingest-${randomBytes(4).toString('hex')}`;
 
 const model = (id: string, vision: ModelEntry['vision']): ModelEntry => ({
@@ -136,18 +138,17 @@ beforeAll(async () => {
   ds = db.dataSource;
   attachments = new AttachmentRepository(ds);
   blobs = new PostgresBlobStore(ds);
-  events = new ConversationEvents(redisUrl, prefix);
-  handoff = new UploadHandOff(redisUrl, prefix);
-  client = new BullMqClient({ redisUrl, prefix });
+  events = new ConversationEvents(redis, prefix);
+  handoff = new UploadHandOff(redis, prefix);
+  client = new BullMqClient({ redis, prefix });
   await seedOrg(ds, ORG);
   conversationId = await newConversation(ds, ORG);
 });
 
 afterAll(async () => {
-  await events.close();
-  await handoff.onModuleDestroy();
   await client.close();
   await deleteRedisPrefix(redisUrl, prefix);
+  await redis.close();
   await db.drop();
 });
 
@@ -575,7 +576,7 @@ describe('the attachment-ingest app', () => {
     const app = await createQueueMicroservice(
       AppModule.forRoot({
         databaseUrl: db.url,
-        redisUrl,
+        redis: { url: redisUrl },
         prefix,
         eventRetentionMs: 3_600_000,
         healthPort: 0,

@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import type { INestMicroservice } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import sharp from 'sharp';
-import { QueueName, readCommonConfig } from '@portal/contracts';
+import { QueueName, readRedisUrl } from '@portal/contracts';
 import {
   AttachmentRepository,
   BLOB_STORE,
@@ -26,7 +26,7 @@ import { readConfig } from './config';
 import { threadsPerPicture } from './media/image.repository';
 
 const ORG = 'acme';
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
 const prefix = `test-ingest-obs-${randomBytes(4).toString('hex')}`;
 /** A document's words: stored as its pages, never logged. */
 const DOCUMENT_TEXT = 'Confidential: the Oslo plant closes in March, 212 jobs affected.';

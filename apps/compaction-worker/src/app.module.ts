@@ -3,20 +3,18 @@ import { DataSource } from 'typeorm';
 import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
 import { ConversationEvents, observeModelCall, PortalMetrics, QueueModule } from '@portal/queue';
+import { RedisConnections, RedisModule } from '@portal/redis';
 import { CompactHandler } from './compact.handler';
 import { CompactionService } from './compaction.service';
 import type { CompactionWorkerConfig } from './config';
 
-/** Closes the model clients (and the built-in local model) and the event stream on shutdown. */
+/** Closes the model clients (and the built-in local model) on shutdown. */
 @Injectable()
 class Closer implements OnModuleDestroy {
-  constructor(
-    @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
-    @Inject(ConversationEvents) private readonly events: ConversationEvents,
-  ) {}
+  constructor(@Inject(ModelClientFactory) private readonly models: ModelClientFactory) {}
 
   async onModuleDestroy(): Promise<void> {
-    await Promise.all([this.models.close(), this.events.close()]);
+    await this.models.close();
   }
 }
 
@@ -25,12 +23,18 @@ export class AppModule {
   static forRoot(config: CompactionWorkerConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
+      imports: [
+        RedisModule.forRoot(config.redis), // first, so that it closes last
+        DalModule.forRoot(config.databaseUrl),
+        QueueModule.forRoot(config),
+      ],
       providers: [
         { provide: ModelClientFactory, useFactory: () => new ModelClientFactory() },
         {
           provide: ConversationEvents,
-          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
+          useFactory: (redis: RedisConnections) =>
+            new ConversationEvents(redis, config.prefix, config.eventRetentionMs),
+          inject: [RedisConnections],
         },
         {
           provide: CompactionService,

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { INestMicroservice } from '@nestjs/common';
 import { QueueEvents } from 'bullmq';
 import IORedis from 'ioredis';
-import { QueueName, type JobData, readCommonConfig } from '@portal/contracts';
+import { QueueName, type JobData, readRedisUrl } from '@portal/contracts';
+import { RedisConnections } from '@portal/redis';
 import {
   AgentRepository,
   BlockRepository,
@@ -55,7 +56,7 @@ const MODEL: ModelEntry = {
 };
 /** A small window, so a conversation of a few hundred turns is past what the summary prompt holds. */
 const SMALL: ModelEntry = { ...MODEL, id: 'small-model', model: 'small-model', contextWindow: 8_000 };
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
 const prefix = `test-cw-${randomUUID().slice(0, 8)}`;
 
 let db: TestDatabase;
@@ -100,7 +101,7 @@ beforeAll(async () => {
   app = await createQueueMicroservice(
     AppModule.forRoot({
       databaseUrl: db.url,
-      redisUrl,
+      redis: { url: redisUrl },
       eventRetentionMs: 3_600_000,
       prefix,
       healthPort: 0,
@@ -111,9 +112,11 @@ beforeAll(async () => {
   );
   await app.listen();
   queues = app.get(BullMqClient);
-  events = new ConversationEvents(redisUrl, prefix);
+  // On the app's connections: closed with it.
+  const connections = app.get(RedisConnections);
+  events = new ConversationEvents(connections, prefix);
   requests = new CompactionRequests(ds, queues, events);
-  client = new CompactionClient(ds, queues, { redisUrl, prefix, timeoutMs: 20_000 });
+  client = new CompactionClient(ds, queues, { redis: connections, prefix, timeoutMs: 20_000 });
   queueEvents = new QueueEvents(QueueName.Compactions, {
     connection: eventsConnection,
     prefix: queueKeyPrefix(prefix, QueueName.Compactions),
@@ -126,7 +129,6 @@ afterAll(async () => {
   await queueEvents.close();
   eventsConnection.disconnect();
   await app.close();
-  await events.close();
   await fake.close();
   await deleteRedisPrefix(redis, prefix);
   redis.disconnect();

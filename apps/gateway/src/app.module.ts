@@ -2,6 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { DalModule } from '@portal/dal';
 import { QueueModule } from '@portal/queue';
+import { RedisConnections, RedisModule } from '@portal/redis';
 import { AccountController } from './account/account.controller';
 import { AgentsModule } from './agents/agents.module';
 import { AttachmentsModule } from './attachments/attachments.module';
@@ -29,6 +30,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
+        RedisModule.forRoot(config.redis), // first, so that it closes last
         DalModule.forRoot(config.databaseUrl),
         QueueModule.forRoot(config),
         CoreModule.forRoot(config),
@@ -46,7 +48,12 @@ export class AppModule {
       controllers: [HealthController, MetricsController, AccountController],
       providers: [
         BootstrapService,
-        { provide: RateLimiter, useFactory: () => new RateLimiter(config.rateLimit, config) },
+        {
+          provide: RateLimiter,
+          useFactory: (redis: RedisConnections) =>
+            new RateLimiter(config.rateLimit, { redis, prefix: config.prefix }),
+          inject: [RedisConnections],
+        },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_FILTER, useClass: ApiErrorFilter },
         { provide: APP_PIPE, useClass: TextInputPipe },

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { QueueName, type Env, type PortalEvent, readCommonConfig } from '@portal/contracts';
+import { QueueName, type Env, type PortalEvent, readRedisUrl } from '@portal/contracts';
 import {
   AttachmentRepository,
   BLOB_STORE,
@@ -20,7 +20,7 @@ import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@porta
 import { readConfig, type GatewayConfig } from '../src/config';
 import { createGatewayApp } from '../src/gateway-app.util';
 
-export const REDIS_URL = readCommonConfig(process.env).redisUrl;
+export const REDIS_URL = readRedisUrl(process.env);
 
 /** API keys of the standard bootstrap file. */
 export const KEYS = {

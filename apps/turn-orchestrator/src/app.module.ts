@@ -2,6 +2,7 @@ import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '
 import { BLOB_STORE, CompactionClient, DalModule, PromptInputLoader, type BlobStore } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
 import { BullMqClient, ConversationEvents, QueueModule } from '@portal/queue';
+import { RedisConnections, RedisModule } from '@portal/redis';
 import { DataSource } from 'typeorm';
 import type { TurnOrchestratorConfig } from './config';
 import { CONFIG } from './config.token';
@@ -21,7 +22,6 @@ import { TurnStore } from './turn/turn-store.service';
 @Module({})
 export class AppModule implements OnApplicationShutdown {
   constructor(
-    @Inject(ConversationEvents) private readonly events: ConversationEvents,
     @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
     @Inject(DataSource) private readonly dataSource: DataSource,
     @Inject(CompactionClient) private readonly compactions: CompactionClient,
@@ -30,12 +30,18 @@ export class AppModule implements OnApplicationShutdown {
   static forRoot(config: TurnOrchestratorConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
+      imports: [
+        RedisModule.forRoot(config.redis), // first, so that it closes last
+        DalModule.forRoot(config.databaseUrl),
+        QueueModule.forRoot(config),
+      ],
       providers: [
         { provide: CONFIG, useValue: config },
         {
           provide: ConversationEvents,
-          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
+          useFactory: (redis: RedisConnections) =>
+            new ConversationEvents(redis, config.prefix, config.eventRetentionMs),
+          inject: [RedisConnections],
         },
         {
           provide: ModelClientFactory,
@@ -52,9 +58,9 @@ export class AppModule implements OnApplicationShutdown {
         },
         {
           provide: CompactionClient,
-          useFactory: (dataSource: DataSource, queues: BullMqClient) =>
-            new CompactionClient(dataSource, queues, { redisUrl: config.redisUrl, prefix: config.prefix }),
-          inject: [DataSource, BullMqClient],
+          useFactory: (dataSource: DataSource, queues: BullMqClient, redis: RedisConnections) =>
+            new CompactionClient(dataSource, queues, { redis, prefix: config.prefix }),
+          inject: [DataSource, BullMqClient, RedisConnections],
         },
         ...TOOL_PROVIDERS,
         CancelListener,
@@ -73,7 +79,6 @@ export class AppModule implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.events.close();
     await this.compactions.close();
     await this.models.close();
     if (this.dataSource.isInitialized) await this.dataSource.destroy();

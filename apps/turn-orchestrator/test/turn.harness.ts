@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplicationContext, INestMicroservice, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { cancelChannel, QueueName, type PortalEvent, readCommonConfig } from '@portal/contracts';
+import { cancelChannel, QueueName, type PortalEvent, readRedisUrl } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
@@ -33,7 +33,7 @@ import { RetryPolicy } from '../src/turn/retry-policy.service';
 import { TurnRunner } from '../src/turn/turn-runner.service';
 
 export const ORG = 'acme';
-const REDIS_URL = readCommonConfig(process.env).redisUrl;
+const REDIS_URL = readRedisUrl(process.env);
 
 /**
  * The turn-orchestrator as it boots (AppModule), on a fresh database, real Redis under a unique

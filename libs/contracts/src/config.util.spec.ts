@@ -1,10 +1,10 @@
-import { ConfigError, envInt, readCommonConfig } from './config.util';
+import { ConfigError, envInt, readCommonConfig, readRedisTarget, redisTargetEnv } from './config.util';
 
 describe('readCommonConfig', () => {
   it('uses the documented defaults', () => {
     expect(readCommonConfig({})).toEqual({
       databaseUrl: 'postgres://postgres@127.0.0.1:5432/portal',
-      redisUrl: 'redis://127.0.0.1:6379',
+      redis: { url: 'redis://127.0.0.1:6379' },
       prefix: 'portal',
       eventRetentionMs: 24 * 60 * 60 * 1000,
     });
@@ -17,8 +17,41 @@ describe('readCommonConfig', () => {
     ['PORTAL_PREFIX', 'has:colon'],
     ['EVENT_RETENTION', 'forever'],
     ['EVENT_RETENTION', '10s'],
+    ['REDIS_CLUSTER_NODES', '127.0.0.1'],
+    ['REDIS_CLUSTER_NODES', '127.0.0.1:7000,,127.0.0.1:7001'],
+    ['REDIS_CLUSTER_NODES', 'redis://127.0.0.1:7000'],
+    ['REDIS_CLUSTER_NODES', '127.0.0.1:70000'],
   ])('refuses a bad %s and names it', (name, value) => {
     expect(() => readCommonConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name} `));
+  });
+});
+
+describe('Redis', () => {
+  it('reads REDIS_CLUSTER_NODES as cluster mode, REDIS_URL then unread', () => {
+    const env = { REDIS_URL: 'redis://10.0.0.9:6379', REDIS_CLUSTER_NODES: ' 10.0.0.1:7000, redis-b:7001 ' };
+    expect(readCommonConfig(env).redis).toEqual({
+      clusterNodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: 'redis-b', port: 7001 },
+      ],
+    });
+  });
+
+  it('reads REDIS_URL as one server when REDIS_CLUSTER_NODES is unset or empty', () => {
+    expect(readCommonConfig({ REDIS_URL: 'redis://10.0.0.9:6380', REDIS_CLUSTER_NODES: '' }).redis).toEqual({
+      url: 'redis://10.0.0.9:6380',
+    });
+  });
+
+  it('writes back the variables it reads', () => {
+    const cluster = {
+      clusterNodes: [
+        { host: 'a', port: 1 },
+        { host: 'b', port: 2 },
+      ],
+    };
+    expect(readRedisTarget(redisTargetEnv(cluster))).toEqual(cluster);
+    expect(readRedisTarget(redisTargetEnv({ url: 'redis://x:1' }))).toEqual({ url: 'redis://x:1' });
   });
 });
 

@@ -65,10 +65,46 @@ export function envDuration(
   return value;
 }
 
+/** One Redis server (REDIS_URL), or the seed nodes of a Redis Cluster (REDIS_CLUSTER_NODES). */
+export type RedisTarget = { url: string } | { clusterNodes: { host: string; port: number }[] };
+
+/**
+ * REDIS_CLUSTER_NODES (`host:port`, comma separated) turns cluster mode on and then REDIS_URL is
+ * not read; otherwise REDIS_URL names the one server.
+ */
+export function readRedisTarget(env: Env): RedisTarget {
+  const nodes = envString(env, 'REDIS_CLUSTER_NODES', '').trim();
+  if (!nodes) return { url: readRedisUrl(env) };
+  return {
+    clusterNodes: nodes.split(',').map((entry) => {
+      const match = /^([^\s:,]+):(\d{1,5})$/.exec(entry.trim());
+      const port = Number(match?.[2]);
+      if (!match || port < 1 || port > 65535) {
+        throw new ConfigError(
+          'REDIS_CLUSTER_NODES',
+          `must be host:port pairs separated by commas, got "${entry}"`,
+        );
+      }
+      return { host: match[1], port };
+    }),
+  };
+}
+
+/** REDIS_URL: the one Redis server. */
+export function readRedisUrl(env: Env): string {
+  return envUrl(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']);
+}
+
+/** The environment variables that name `target`, as `readRedisTarget` reads them. */
+export function redisTargetEnv(target: RedisTarget): Record<string, string> {
+  if ('url' in target) return { REDIS_URL: target.url };
+  return { REDIS_CLUSTER_NODES: target.clusterNodes.map((n) => `${n.host}:${n.port}`).join(',') };
+}
+
 /** What every service reads: where Postgres and Redis are and the Redis key prefix. */
 export interface CommonConfig {
   databaseUrl: string;
-  redisUrl: string;
+  redis: RedisTarget;
   prefix: string;
   /** How long a conversation's events stay replayable for `Last-Event-ID` (EVENT_RETENTION). */
   eventRetentionMs: number;
@@ -84,7 +120,7 @@ export function readCommonConfig(env: Env): CommonConfig {
       'postgres:',
       'postgresql:',
     ]),
-    redisUrl: envUrl(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    redis: readRedisTarget(env),
     prefix,
     eventRetentionMs: envDuration(env, 'EVENT_RETENTION', 24 * 3_600_000, { minMs: 60_000 }),
   };

@@ -1,7 +1,7 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import { Queue, type Job, type JobsOptions } from 'bullmq';
-import IORedis, { type Redis } from 'ioredis';
+import type { RedisClient } from '@portal/redis';
 import type { Observable } from 'rxjs';
 import { QUEUE_JOB, QueueName, type QueueJob } from '@portal/contracts';
 import { JOB_OPTIONS, queueKeyPrefix, type QueueConnectionOptions } from './job-options';
@@ -20,12 +20,13 @@ export class JobRecord<Q extends QueueName = QueueName> {
  * queue adds nothing (BullMQ's de-duplication). Jobs are events: `send` is refused.
  */
 export class BullMqClient extends ClientProxy implements OnApplicationShutdown {
-  private readonly connection: Redis;
+  private readonly connection: RedisClient;
   private readonly queues = new Map<QueueName, Queue>();
 
   constructor(private readonly options: QueueConnectionOptions) {
     super();
-    this.connection = new IORedis(options.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    // Shared with the process's other queue users; RedisModule closes it.
+    this.connection = options.redis.shared('queue');
   }
 
   /** Typed by the queue's job; the Observable is hot: the job is added whether or not it is awaited. */
@@ -69,7 +70,6 @@ export class BullMqClient extends ClientProxy implements OnApplicationShutdown {
     const queues = [...this.queues.values()];
     this.queues.clear();
     await Promise.all(queues.map((queue) => queue.close()));
-    this.connection.disconnect();
   }
 
   async onApplicationShutdown(): Promise<void> {

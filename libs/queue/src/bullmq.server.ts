@@ -6,7 +6,7 @@ import {
   type ReadPacket,
 } from '@nestjs/microservices';
 import { DelayedError, Worker, type Job } from 'bullmq';
-import IORedis, { type Redis } from 'ioredis';
+import type { RedisClient } from '@portal/redis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import type { QueueName } from '@portal/contracts';
 import { BullMqContext } from './bullmq.context';
@@ -51,7 +51,7 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
   override readonly propagatesEventHandlerErrors = true;
   protected override readonly logger = new Logger('Queue');
   private readonly workers: Worker[] = [];
-  private readonly connections: Redis[] = [];
+  private readonly connections: RedisClient[] = [];
   private readonly shutdown = new AbortController();
   private readonly listeners: Array<[string, WorkerEvents[string]]> = [];
 
@@ -70,7 +70,7 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
       return callback(err);
     }
     for (const queue of this.options.queues) {
-      const connection = new IORedis(this.options.redisUrl, { maxRetriesPerRequest: null });
+      const connection = this.options.redis.dedicated('queue');
       this.connections.push(connection);
       const worker = new Worker(queue, (job: Job, token?: string) => this.attempt(queue, job, token), {
         connection,

@@ -1,4 +1,4 @@
-import IORedis, { type Redis } from 'ioredis';
+import type { RedisClient, RedisConnections } from '@portal/redis';
 import { conversationEventsKey, type PortalEvent } from '@portal/contracts';
 
 export interface StoredEvent {
@@ -20,22 +20,14 @@ return ids`;
  * Events older than the retention are trimmed on every append.
  */
 export class ConversationEvents {
-  private readonly writer: Redis;
+  private readonly writer: RedisClient;
 
   constructor(
-    private readonly redisUrl: string,
+    private readonly connections: RedisConnections,
     private readonly prefix: string,
     private readonly retentionMs = 24 * 60 * 60 * 1000,
   ) {
-    // An append waits out a short Redis restart (ioredis's default 20 reconnections, about 10 s)
-    // rather than failing at once: the write it follows has committed, and an event that is
-    // never appended is one no client following the stream will see.
-    // Autopipelining: appends made in the same tick (many turns under load) share one write.
-    this.writer = new IORedis(redisUrl, {
-      maxRetriesPerRequest: 20,
-      lazyConnect: false,
-      enableAutoPipelining: true,
-    });
+    this.writer = connections.shared('events');
   }
 
   async publish(conversationId: string, event: PortalEvent): Promise<string> {
@@ -118,7 +110,7 @@ export class ConversationEvents {
    * occupies it.
    */
   async *follow(conversationId: string, afterId: string, signal: AbortSignal): AsyncGenerator<StoredEvent[]> {
-    const reader = new IORedis(this.redisUrl, { maxRetriesPerRequest: null });
+    const reader = this.connections.dedicated('events-follower');
     const key = conversationEventsKey(this.prefix, conversationId);
     const stop = () => reader.disconnect();
     signal.addEventListener('abort', stop, { once: true });
@@ -142,10 +134,6 @@ export class ConversationEvents {
       signal.removeEventListener('abort', stop);
       if (reader.status !== 'end') reader.disconnect();
     }
-  }
-
-  async close(): Promise<void> {
-    this.writer.disconnect();
   }
 }
 

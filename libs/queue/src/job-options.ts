@@ -1,5 +1,6 @@
 import type { JobsOptions, WorkerOptions } from 'bullmq';
 import { QueueName } from '@portal/contracts';
+import type { RedisConnections } from '@portal/redis';
 
 /**
  * Job and worker options, in one place. A turn's lock is short so that a worker killed mid-turn
@@ -53,9 +54,9 @@ export function queueKeyPrefix(portalPrefix: string, queue: QueueName): string {
   return `{${portalPrefix}:${queue}}`;
 }
 
-/** Where the queues live: Redis and the portal's key prefix (PORTAL_PREFIX). */
+/** Where the queues live: the process's Redis connections and the portal's key prefix (PORTAL_PREFIX). */
 export interface QueueConnectionOptions {
-  redisUrl: string;
+  redis: RedisConnections;
   prefix: string;
 }
 

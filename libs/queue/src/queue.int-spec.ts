@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { QueueName, readCommonConfig, type JobData } from '@portal/contracts';
+import { QueueName, type JobData, readRedisUrl } from '@portal/contracts';
+import { RedisModule } from '@portal/redis';
 import {
   BullMqClient,
   BullMqContext,
@@ -17,7 +18,7 @@ import {
   queueKeyPrefix,
 } from './index';
 
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
 
 function received<T>() {
   let resolve!: (value: T) => void;
@@ -127,7 +128,7 @@ async function boot(
   controllers: Array<new (...args: never[]) => unknown>,
   queues = [QueueName.Turns],
 ): Promise<INestMicroservice> {
-  @Module({ imports: [QueueModule.forRoot({ redisUrl, prefix })], controllers })
+  @Module({ imports: [RedisModule.forRoot({ url: redisUrl }), QueueModule.forRoot({ prefix })], controllers })
   class TestModule {}
   return createQueueMicroservice(TestModule, { queues, logger: false });
 }

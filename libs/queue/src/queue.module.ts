@@ -1,4 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { RedisConnections } from '@portal/redis';
 import { BullMqClient } from './bullmq.client';
 import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
 import { PortalMetrics } from './observability/portal-metrics.service';
@@ -6,20 +7,35 @@ import { UploadHandOff } from './upload-handoff';
 
 /**
  * The queue side of every service: the BullMQ client producers emit jobs with, the metrics, the
- * upload hand-off, and the connection options a worker's transport server reads.
+ * upload hand-off, and the connection options a worker's transport server reads. On the
+ * connections of `RedisModule`, which the app imports.
  */
 @Module({})
 export class QueueModule {
-  static forRoot(options: QueueConnectionOptions): DynamicModule {
-    const connection: QueueConnectionOptions = { redisUrl: options.redisUrl, prefix: options.prefix };
+  static forRoot(options: { prefix: string }): DynamicModule {
     return {
       module: QueueModule,
       global: true,
       providers: [
-        { provide: QUEUE_CONNECTION, useValue: connection },
+        {
+          provide: QUEUE_CONNECTION,
+          useFactory: (redis: RedisConnections): QueueConnectionOptions => ({
+            redis,
+            prefix: options.prefix,
+          }),
+          inject: [RedisConnections],
+        },
         { provide: PortalMetrics, useFactory: () => new PortalMetrics() },
-        { provide: BullMqClient, useFactory: () => new BullMqClient(connection) },
-        { provide: UploadHandOff, useFactory: () => new UploadHandOff(options.redisUrl, options.prefix) },
+        {
+          provide: BullMqClient,
+          useFactory: (connection: QueueConnectionOptions) => new BullMqClient(connection),
+          inject: [QUEUE_CONNECTION],
+        },
+        {
+          provide: UploadHandOff,
+          useFactory: (redis: RedisConnections) => new UploadHandOff(redis, options.prefix),
+          inject: [RedisConnections],
+        },
       ],
       exports: [QUEUE_CONNECTION, BullMqClient, PortalMetrics, UploadHandOff],
     };

@@ -1,13 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readCommonConfig } from '@portal/contracts';
+import { readRedisUrl } from '@portal/contracts';
+import { RedisConnections } from '@portal/redis';
 import { UploadHandOff } from './upload-handoff';
 
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
 const prefix = `handoff-spec-${randomBytes(4).toString('hex')}`;
 
 describe('UploadHandOff', () => {
   it('keeps, gives back and forgets the bytes, scoped by org', async () => {
-    const handoff = new UploadHandOff(redisUrl, prefix);
+    const redis = new RedisConnections({ url: redisUrl });
+    const handoff = new UploadHandOff(redis, prefix);
     try {
       const key = { orgId: 'acme', attachmentId: randomUUID() };
       const bytes = randomBytes(1_000_000);
@@ -19,19 +21,20 @@ describe('UploadHandOff', () => {
       expect(await handoff.put(key, bytes, 0)).toBe(false);
       expect(await handoff.take(key)).toBeNull();
     } finally {
-      await handoff.onModuleDestroy();
+      await redis.close();
     }
   });
 
   it('answers false and null at once, never throws, when Redis cannot be reached', async () => {
-    const handoff = new UploadHandOff('redis://127.0.0.1:1', prefix); // nothing listens on port 1;
+    const redis = new RedisConnections({ url: 'redis://127.0.0.1:1' }); // nothing listens on port 1;
+    const handoff = new UploadHandOff(redis, prefix);
     try {
       const key = { orgId: 'acme', attachmentId: randomUUID() };
       expect(await handoff.put(key, Buffer.from('bytes'), 60_000)).toBe(false);
       expect(await handoff.take(key)).toBeNull();
       await expect(handoff.drop(key)).resolves.toBeUndefined();
     } finally {
-      await handoff.onModuleDestroy();
+      await redis.close();
     }
   });
 });

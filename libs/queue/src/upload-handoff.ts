@@ -1,11 +1,4 @@
-import type { OnModuleDestroy } from '@nestjs/common';
-import IORedis, { type Redis } from 'ioredis';
-
-/**
- * Silence from Redis after which it is taken to be gone: the gateway then writes the blob store
- * before it queues the job, and the worker reads the blob store.
- */
-const IDLE_TIMEOUT_MS = 5_000;
+import type { RedisClient, RedisConnections } from '@portal/redis';
 
 /** Whose upload: the org scopes the key, so another org's id finds nothing. */
 export interface UploadKey {
@@ -19,21 +12,16 @@ export interface UploadKey {
  * blob store: that write then costs the upload's answer, not the time until the file is read.
  * Redis keeps nothing on disk, so the blob store stays the truth: a worker that finds no copy here
  * (expired, dropped, Redis restarted) reads the blob store, which the gateway wrote before it
- * answered 201. On connections of its own, so a large SET never holds up the queue or the events.
+ * answered 201. One key per upload, so on a Redis Cluster uploads spread across the nodes.
  */
-export class UploadHandOff implements OnModuleDestroy {
-  private readonly redis: Redis;
+export class UploadHandOff {
+  private readonly redis: RedisClient;
 
   constructor(
-    redisUrl: string,
+    connections: RedisConnections,
     private readonly prefix: string,
   ) {
-    // Best effort both ways: a failure or a silent Redis answers soon rather than waiting for a reconnection.
-    this.redis = new IORedis(redisUrl, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      commandTimeout: IDLE_TIMEOUT_MS,
-    });
+    this.redis = connections.shared('handoff');
   }
 
   /** Keeps the bytes for `ttlMs`; false (never a throw) when Redis did not take them. */
@@ -56,10 +44,6 @@ export class UploadHandOff implements OnModuleDestroy {
   /** Forgets the bytes once they are read for good; the TTL would, later. */
   async drop(key: UploadKey): Promise<void> {
     await this.redis.del(this.keyOf(key)).catch(() => undefined);
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    this.redis.disconnect();
   }
 
   private keyOf({ orgId, attachmentId }: UploadKey): string {

@@ -5,7 +5,8 @@ import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import sharp from 'sharp';
-import { QueueName, readCommonConfig } from '@portal/contracts';
+import { QueueName, readRedisUrl } from '@portal/contracts';
+import { RedisModule } from '@portal/redis';
 import {
   AgentRepository,
   AttachmentRepository,
@@ -26,7 +27,7 @@ import { GATEWAY_CONFIG } from '../config';
 import { AttachmentsModule } from './attachments.module';
 import { AttachmentsService } from './attachments.service';
 
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
 const prefix = `test-attach-${randomBytes(4).toString('hex')}`;
 const MAX_BYTES = 64 * 1024;
 const ALICE = 'pk_alice_attachments';
@@ -71,12 +72,13 @@ beforeAll(async () => {
 async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApplication; base: string }> {
   @Module({
     imports: [
+      RedisModule.forRoot({ url: redisUrl }),
       DalModule.forRoot(db.url, 2),
-      QueueModule.forRoot({ redisUrl, prefix }),
+      QueueModule.forRoot({ prefix }),
       AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs }),
     ],
     providers: [
-      { provide: GATEWAY_CONFIG, useValue: { redisUrl, prefix, sessionTtlMs: 60_000 } },
+      { provide: GATEWAY_CONFIG, useValue: { prefix, sessionTtlMs: 60_000 } },
       SessionService,
       Authenticator,
       { provide: APP_GUARD, useClass: AuthGuard },

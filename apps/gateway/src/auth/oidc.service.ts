@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import IORedis from 'ioredis';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import * as oidc from 'openid-client';
 import { UserRepository, type User } from '@portal/dal';
 import { DomainError } from '@portal/domain';
+import { RedisConnections, type RedisClient } from '@portal/redis';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { isLoopback, roleOf, type OidcProvider } from './oidc-config';
 
@@ -38,17 +38,18 @@ export const callbackPath = (orgId: string) => `/v1/auth/oidc/${encodeURICompone
  * sign-in of an org, so a provider that is down does not stop the gateway.
  */
 @Injectable()
-export class OidcService implements OnApplicationShutdown {
+export class OidcService {
   private readonly logger = new Logger('Oidc');
-  private readonly redis: IORedis;
+  private readonly redis: RedisClient;
   private providers = new Map<string, OidcProvider>();
   private readonly configurations = new Map<string, Promise<oidc.Configuration>>();
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(UserRepository) private readonly users: UserRepository,
+    @Inject(RedisConnections) redis: RedisConnections,
   ) {
-    this.redis = new IORedis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
+    this.redis = redis.shared('state');
   }
 
   /** The orgs' providers, from the bootstrap file. */
@@ -135,10 +136,6 @@ export class OidcService implements OnApplicationShutdown {
       (v) => typeof v === 'string',
     );
     return { user, name: (name as string | undefined) ?? null };
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    this.redis.disconnect();
   }
 
   private provider(orgId: string): OidcProvider {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import IORedis from 'ioredis';
+import { Inject, Injectable } from '@nestjs/common';
 import type { User } from '@portal/dal';
+import { RedisConnections, type RedisClient } from '@portal/redis';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { isLoopback } from './oidc-config';
 
@@ -25,11 +25,14 @@ export interface Session {
  * further (idle expiry). The user is not trusted from here: the caller reads them again.
  */
 @Injectable()
-export class SessionService implements OnApplicationShutdown {
-  private readonly redis: IORedis;
+export class SessionService {
+  private readonly redis: RedisClient;
 
-  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
-    this.redis = new IORedis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
+  constructor(
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    @Inject(RedisConnections) redis: RedisConnections,
+  ) {
+    this.redis = redis.shared('state');
   }
 
   /** A new session for `user`; returns the cookie's token. */
@@ -53,10 +56,6 @@ export class SessionService implements OnApplicationShutdown {
 
   async end(token: string): Promise<void> {
     await this.redis.del(this.key(token));
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    this.redis.disconnect();
   }
 
   private key(token: string): string {

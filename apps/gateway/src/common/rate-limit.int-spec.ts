@@ -1,21 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import IORedis from 'ioredis';
-import { readCommonConfig } from '@portal/contracts';
+import { readRedisUrl } from '@portal/contracts';
 import { hashApiKey } from '@portal/dal';
 import { DomainError } from '@portal/domain';
+import { RedisConnections } from '@portal/redis';
 import { deleteRedisPrefix } from '@portal/testing';
 import { RateLimiter, readRateLimitConfig } from './rate-limit';
 
-const REDIS_URL = readCommonConfig(process.env).redisUrl;
+const REDIS_URL = readRedisUrl(process.env);
 const prefix = `rl-${randomBytes(4).toString('hex')}`;
 const redis = new IORedis(REDIS_URL);
-const limiters: RateLimiter[] = [];
+const connections: RedisConnections[] = [];
 
+/** A limiter on connections of its own, as each gateway replica has. */
 function limiter(perMinute: number, windowMs = 60_000): RateLimiter {
-  const created = new RateLimiter({ perMinute, windowMs }, { redisUrl: REDIS_URL, prefix });
-  limiters.push(created);
-  return created;
+  const redis = new RedisConnections({ url: REDIS_URL });
+  connections.push(redis);
+  return new RateLimiter({ perMinute, windowMs }, { redis, prefix });
 }
 
 /** A reply that only records its headers. */
@@ -26,7 +28,7 @@ function fakeReply() {
 }
 
 afterAll(async () => {
-  for (const l of limiters) l.onApplicationShutdown();
+  for (const c of connections) await c.close();
   await deleteRedisPrefix(redis, prefix);
   redis.disconnect();
 });

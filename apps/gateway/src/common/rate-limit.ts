@@ -1,9 +1,9 @@
-import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import IORedis from 'ioredis';
 import { envInt, type Env } from '@portal/contracts';
 import { hashApiKey } from '@portal/dal';
 import { DomainError } from '@portal/domain';
+import type { RedisClient, RedisConnections } from '@portal/redis';
 
 export interface RateLimitConfig {
   /** Requests one API key may make per window (RATE_LIMIT_PER_MINUTE); 0 turns the limit off. */
@@ -47,24 +47,20 @@ return { n, ttl }`;
  * (the key's expiry), so replicas need no common clock. Counters are keyed by the key's sha256,
  * never the key. Health and metrics are public routes and never reach it. When Redis cannot be
  * reached the request is let through (logged): the limit protects capacity, it is not
- * authentication, and readiness already reports Redis.
+ * authentication, and readiness already reports Redis. One key per API key and one-key script, so
+ * on a Redis Cluster the counters spread across the nodes.
  */
-export class RateLimiter implements OnApplicationShutdown {
-  private readonly redis: IORedis;
+export class RateLimiter {
+  private readonly redis: RedisClient;
   private readonly prefix: string;
   private readonly logger = new Logger('RateLimiter');
 
   constructor(
     readonly config: RateLimitConfig,
-    connection: { redisUrl: string; prefix: string },
+    connection: { redis: RedisConnections; prefix: string },
   ) {
     this.prefix = `${connection.prefix}:rate-limit:`;
-    this.redis = new IORedis(connection.redisUrl, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      commandTimeout: 2000,
-    });
-    this.redis.on('error', () => undefined); // reported by the calls that fail
+    this.redis = connection.redis.shared('rate-limit');
   }
 
   get enabled(): boolean {
@@ -108,10 +104,5 @@ export class RateLimiter implements OnApplicationShutdown {
       `Too many requests: this API key may make ${this.config.perMinute} per minute; retry in ${decision.retryAfterSeconds} s`,
       { retryAfterSeconds: decision.retryAfterSeconds },
     );
-  }
-
-  onApplicationShutdown(): void {
-    // A client that never connected has nothing to close (and disconnecting it leaves a timer).
-    if (this.redis.status !== 'wait') this.redis.disconnect();
   }
 }

@@ -1,9 +1,9 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { ConversationEvents } from '@portal/queue';
+import { RedisConnections } from '@portal/redis';
 import { OwnershipService } from '../common/ownership.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { MetricsService } from '../metrics/metrics.service';
-import { LifecycleService } from './lifecycle.service';
 import { TurnDispatchService } from './turn-dispatch.service';
 
 const SHARED = [OwnershipService, MetricsService, TurnDispatchService];
@@ -19,10 +19,11 @@ export class CoreModule {
         { provide: GATEWAY_CONFIG, useValue: config },
         {
           provide: ConversationEvents,
-          useFactory: () => new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),
+          useFactory: (redis: RedisConnections) =>
+            new ConversationEvents(redis, config.prefix, config.eventRetentionMs),
+          inject: [RedisConnections],
         },
         ...SHARED,
-        LifecycleService,
       ],
       exports: [GATEWAY_CONFIG, ConversationEvents, ...SHARED],
     };

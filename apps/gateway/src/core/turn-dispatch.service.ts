@@ -1,8 +1,8 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import IORedis from 'ioredis';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { cancelChannel, QueueName, type PortalEvent } from '@portal/contracts';
 import { BullMqClient, ConversationEvents, JobRecord } from '@portal/queue';
+import { RedisConnections, type RedisClient } from '@portal/redis';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 
 /**
@@ -11,16 +11,17 @@ import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
  * error: the orchestrator's reconciler re-enqueues open turns, and clients reload the transcript.
  */
 @Injectable()
-export class TurnDispatchService implements OnApplicationShutdown {
+export class TurnDispatchService {
   private readonly logger = new Logger('TurnDispatch');
-  private readonly publisher: IORedis;
+  private readonly publisher: RedisClient;
 
   constructor(
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     @Inject(BullMqClient) private readonly queues: BullMqClient,
     @Inject(ConversationEvents) private readonly events: ConversationEvents,
+    @Inject(RedisConnections) redis: RedisConnections,
   ) {
-    this.publisher = new IORedis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
+    this.publisher = redis.shared('state');
   }
 
   /** `run-turn` with the protocol's job id `run-turn:<turnId>:<reason>` (one job per reason). */
@@ -46,10 +47,6 @@ export class TurnDispatchService implements OnApplicationShutdown {
     return this.safely(`publish cancel of ${turnId}`, () =>
       this.publisher.publish(cancelChannel(this.config.prefix), turnId),
     );
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    this.publisher.disconnect();
   }
 
   private async safely(what: string, work: () => Promise<unknown>): Promise<void> {

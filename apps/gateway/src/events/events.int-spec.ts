@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PortalEvent } from '@portal/contracts';
 import { ConversationEvents } from '@portal/queue';
+import { RedisConnections } from '@portal/redis';
 import {
   newConversation,
   openSse,
@@ -12,12 +13,14 @@ import {
 
 let gw: Harness;
 let events: ConversationEvents;
+/** A worker's connections, apart from the gateway's. */
+const redis = new RedisConnections({ url: REDIS_URL });
 beforeAll(async () => {
   gw = await startGateway();
-  events = new ConversationEvents(REDIS_URL, gw.prefix);
+  events = new ConversationEvents(redis, gw.prefix);
 });
 afterAll(async () => {
-  await events?.close();
+  await redis.close();
   await gw?.close();
 });
 

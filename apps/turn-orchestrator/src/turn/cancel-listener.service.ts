@@ -1,18 +1,21 @@
-import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import IORedis, { type Redis } from 'ioredis';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { cancelChannel } from '@portal/contracts';
+import { RedisConnections, type RedisClient } from '@portal/redis';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 
 /** Subscribes once per process and tells the runs of a turn when its cancel is published. */
 @Injectable()
-export class CancelListener implements OnModuleInit, OnModuleDestroy {
-  private readonly subscriber: Redis;
+export class CancelListener implements OnModuleInit {
+  private readonly subscriber: RedisClient;
   private readonly watchers = new Map<string, Set<() => void>>();
 
-  constructor(@Inject(CONFIG) private readonly config: TurnOrchestratorConfig) {
-    this.subscriber = new IORedis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
-    this.subscriber.on('error', () => undefined); // reconnects by itself; runs also check the column
+  constructor(
+    @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
+    @Inject(RedisConnections) redis: RedisConnections,
+  ) {
+    // Reconnects and subscribes again by itself; runs also check the column.
+    this.subscriber = redis.dedicated('subscriber');
     this.subscriber.on('message', (_channel: string, turnId: string) => {
       for (const onCancel of this.watchers.get(turnId) ?? []) onCancel();
     });
@@ -32,9 +35,5 @@ export class CancelListener implements OnModuleInit, OnModuleDestroy {
       set.delete(onCancel);
       if (set.size === 0) this.watchers.delete(turnId);
     };
-  }
-
-  onModuleDestroy(): void {
-    this.subscriber.disconnect();
   }
 }

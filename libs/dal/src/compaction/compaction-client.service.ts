@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { QueueEvents } from 'bullmq';
-import IORedis, { type Redis } from 'ioredis';
 import { QueueName, type JobData } from '@portal/contracts';
 import type { CompactionBlock } from '@portal/domain';
 import { JobRecord, queueKeyPrefix, type BullMqClient } from '@portal/queue';
+import type { RedisConnections } from '@portal/redis';
 import { lastValueFrom } from 'rxjs';
 import type { Db } from '../db.util';
 import { BlockRepository } from '../repositories/block.repository';
 import { compactionBlockId, compactionJobId } from './compaction-ids.util';
 
 export interface CompactionClientOptions {
-  redisUrl: string;
+  redis: RedisConnections;
   /** PORTAL_PREFIX. */
   prefix: string;
   /** How long `compact` waits for the worker, retries included. Default 5 minutes. */
@@ -36,7 +36,7 @@ export class CompactionError extends Error {
  * CompactionError. One instance per process; `close()` on shutdown.
  */
 export class CompactionClient {
-  private events: Promise<{ queueEvents: QueueEvents; connection: Redis }> | null = null;
+  private events: Promise<QueueEvents> | null = null;
 
   constructor(
     private readonly db: Db,
@@ -59,7 +59,7 @@ export class CompactionClient {
     const timeoutMs = opts.timeoutMs ?? this.options.timeoutMs ?? 5 * 60_000;
     const fail = (why: string) => new CompactionError(turnId, why);
     try {
-      const { queueEvents } = await this.queueEvents();
+      const queueEvents = await this.queueEvents();
       const job = await lastValueFrom(
         this.queues.emit(
           QueueName.Compactions,
@@ -86,22 +86,21 @@ export class CompactionClient {
     const events = this.events;
     this.events = null;
     if (!events) return;
-    const { queueEvents, connection } = await events.catch(() => ({ queueEvents: null, connection: null }));
+    const queueEvents = await events.catch(() => null);
     await queueEvents?.close();
-    connection?.disconnect();
   }
 
-  private queueEvents(): Promise<{ queueEvents: QueueEvents; connection: Redis }> {
+  private queueEvents(): Promise<QueueEvents> {
     if (!this.events) {
       this.events = (async () => {
-        const connection = new IORedis(this.options.redisUrl, { maxRetriesPerRequest: null });
         const queueEvents = new QueueEvents(QueueName.Compactions, {
-          connection,
+          // QueueEvents blocks on its connection (XREAD BLOCK).
+          connection: this.options.redis.dedicated('queue'),
           prefix: queueKeyPrefix(this.options.prefix, QueueName.Compactions),
         });
         queueEvents.on('error', () => undefined); // ioredis reconnects; a wait times out meanwhile
         await queueEvents.waitUntilReady();
-        return { queueEvents, connection };
+        return queueEvents;
       })();
       this.events.catch(() => (this.events = null));
     }

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { QueueName, readCommonConfig } from '@portal/contracts';
+import { QueueName, readRedisUrl } from '@portal/contracts';
 import { isDomainError, type CompactionBlock } from '@portal/domain';
 import { BullMqClient, ConversationEvents } from '@portal/queue';
+import { RedisConnections } from '@portal/redis';
 import { BlockRepository } from '../repositories/block.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { answer, newConversation, seedOrg, settledTurn } from '../testing/dal.fixtures';
@@ -13,7 +14,7 @@ import { CompactionRequests } from './compaction-requests.service';
 import { compactionJobId } from './compaction-ids.util';
 
 const ORG = 'acme';
-const redisUrl = readCommonConfig(process.env).redisUrl;
+const redisUrl = readRedisUrl(process.env);
 const prefix = `test-cmp-${randomUUID().slice(0, 8)}`;
 
 let db: ScratchDatabase;
@@ -22,19 +23,20 @@ let queues: BullMqClient;
 let events: ConversationEvents;
 let requests: CompactionRequests;
 const redis = new IORedis(redisUrl);
+const connections = new RedisConnections({ url: redisUrl });
 
 beforeAll(async () => {
   db = await createScratchDatabase({ label: 'dal_test' });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
-  queues = new BullMqClient({ redisUrl, prefix });
-  events = new ConversationEvents(redisUrl, prefix);
+  queues = new BullMqClient({ redis: connections, prefix });
+  events = new ConversationEvents(connections, prefix);
   requests = new CompactionRequests(ds, queues, events);
 });
 
 afterAll(async () => {
   await queues.close();
-  await events.close();
+  await connections.close();
   const keys = [...(await redis.keys(`{${prefix}:*`)), ...(await redis.keys(`${prefix}:*`))];
   if (keys.length) await redis.del(...keys);
   redis.disconnect();

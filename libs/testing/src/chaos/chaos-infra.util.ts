@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -88,6 +88,93 @@ export async function startOwnRedis(): Promise<OwnServer> {
       await start();
     },
     stop: () => killAndWait(child, 'SIGKILL'),
+  };
+}
+
+/** A Redis Cluster of the suite's own: its masters, and the restart of one of them. */
+export interface OwnRedisCluster {
+  /** The seed nodes, as REDIS_CLUSTER_NODES names them. */
+  nodes: { host: string; port: number }[];
+  /** SIGKILLs the first master (its keys are gone) and starts it again with its slots. */
+  restart(downMs?: number): Promise<void>;
+  stop(): Promise<void>;
+  logs: string[];
+}
+
+/**
+ * A Redis Cluster of `masters` nodes and no replicas, each `redis-server` in a temp dir of its
+ * own with no persistence: `redis-cli --cluster create` shares the 16384 slots among them. A
+ * restarted node keeps its cluster config (nodes.conf) and so its slots, but none of its keys.
+ */
+export async function startOwnRedisCluster(masters = 3): Promise<OwnRedisCluster> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'portal-redis-cluster-'));
+  const logs: string[] = [];
+  const nodes: { port: number; busPort: number; dir: string; child?: ChildProcess }[] = [];
+  for (let i = 0; i < masters; i++) {
+    const nodeDir = path.join(dir, String(i));
+    mkdirSync(nodeDir);
+    nodes.push({ port: await freePort(), busPort: await freePort(), dir: nodeDir });
+  }
+  const start = async (node: (typeof nodes)[number]) => {
+    const args = [
+      ...['--port', String(node.port), '--cluster-port', String(node.busPort), '--bind', '127.0.0.1'],
+      ...[
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        '5000',
+      ],
+      ...['--dir', node.dir, '--save', '', '--appendonly', 'no'],
+    ];
+    node.child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    capture(node.child, logs);
+    await waitForPort(node.port, node.child, logs);
+  };
+  const clusterOk = async () => {
+    for (const node of nodes) {
+      const info = spawnSync('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8' });
+      if (!info.stdout.includes('cluster_state:ok')) return false;
+    }
+    return true;
+  };
+  const untilOk = async (timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await clusterOk())) {
+      if (Date.now() > deadline)
+        throw new Error(`Redis Cluster not ok within ${timeoutMs} ms:\n${logs.join('')}`);
+      await sleep(100);
+    }
+  };
+  const stop = async () => {
+    await Promise.all(nodes.map((node) => killAndWait(node.child, 'SIGKILL')));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const node of nodes) await start(node);
+    const create = spawnSync(
+      'redis-cli',
+      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-yes'],
+      { encoding: 'utf8' },
+    );
+    if (create.status !== 0)
+      throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
+    await untilOk();
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    nodes: nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+    logs,
+    async restart(downMs = 500) {
+      await killAndWait(nodes[0].child, 'SIGKILL');
+      await sleep(downMs);
+      await start(nodes[0]);
+      await untilOk();
+    },
+    stop,
   };
 }
 

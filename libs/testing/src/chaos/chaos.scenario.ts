@@ -10,7 +10,7 @@ import type { SseEvent } from '../e2e/api.client';
 import { subscribeEvents, type EventSubscription } from '../e2e/event-stream';
 import { E2E_KEYS, isTitleRequest, startE2EPortal, type E2EPortal } from '../e2e/portal.fixtures';
 import { PORTAL_APPS } from '../e2e/portal.harness';
-import { startOwnPostgres, startOwnRedis, type OwnServer } from './chaos-infra.util';
+import { startOwnPostgres, startOwnRedis, startOwnRedisCluster, type OwnServer } from './chaos-infra.util';
 
 /** The size of a chaos run. */
 export interface ChaosOptions {
@@ -26,6 +26,8 @@ export interface ChaosOptions {
   answerWords?: number;
   /** How long one turn may take, its recoveries included, before it counts as stuck. */
   turnTimeoutMs?: number;
+  /** On a 3-master Redis Cluster instead of one server; the Redis restart is then one master's. */
+  redisCluster?: boolean;
   log?: (line: string) => void;
 }
 
@@ -255,14 +257,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const cleanup: (() => Promise<unknown>)[] = [];
   const followed: FollowedConversation[] = [];
   try {
-    const redis: OwnServer = await startOwnRedis();
+    const redis = options.redisCluster ? await startOwnRedisCluster(3) : await startOwnRedis();
     cleanup.push(() => redis.stop());
     const postgres: OwnServer = await startOwnPostgres();
     cleanup.push(() => postgres.stop());
     const fake: FakeOpenAI = await startFakeOpenAI();
     cleanup.push(() => fake.close());
     const e2e: E2EPortal = await startE2EPortal(fake, {
-      redisURL: redis.url,
+      redis: 'nodes' in redis ? { clusterNodes: redis.nodes } : { url: redis.url },
       databaseURL: postgres.url,
       // A killed worker's turn is taken over once its lease lapses; stranded turns (Redis lost
       // its jobs) are looked for every second.

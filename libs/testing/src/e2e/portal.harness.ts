@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { readCommonConfig } from '@portal/contracts';
+import { readRedisUrl, redisTargetEnv, type RedisTarget } from '@portal/contracts';
 import { createTestDatabase, type TestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
 
@@ -25,8 +25,8 @@ export interface PortalOptions {
   env?: Record<string, string>;
   /** A Postgres server of the suite's own (its fresh database is created there); default DATABASE_URL's. */
   databaseURL?: string;
-  /** A Redis of the suite's own; default REDIS_URL (or the local one). */
-  redisURL?: string;
+  /** A Redis server or cluster of the suite's own; default REDIS_URL (or the local one). */
+  redis?: RedisTarget;
 }
 
 export interface RunningPortal {
@@ -46,7 +46,7 @@ export interface RunningPortal {
 }
 
 const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
-const REDIS_URL = readCommonConfig(process.env).redisUrl;
+const SHARED_REDIS: RedisTarget = { url: readRedisUrl(process.env) };
 
 /** A TCP port on 127.0.0.1 that nothing listens on right now. */
 export async function freePort(): Promise<number> {
@@ -84,7 +84,7 @@ async function waitForReady(
  * database and a Redis prefix of their own, like `npm start` does.
  */
 export async function startPortal(options: PortalOptions = {}): Promise<RunningPortal> {
-  const redisURL = options.redisURL ?? REDIS_URL;
+  const redis = options.redis ?? SHARED_REDIS;
   const database = await createTestDatabase(options.databaseURL);
   await database.dataSource.destroy();
   const prefix = `e2e${randomBytes(4).toString('hex')}`;
@@ -97,7 +97,10 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
   };
   const env: Record<string, string> = {
     DATABASE_URL: database.url,
-    REDIS_URL: redisURL,
+    // The services' REDIS_CLUSTER_NODES would win over REDIS_URL: only the suite's own is set.
+    REDIS_URL: '',
+    REDIS_CLUSTER_NODES: '',
+    ...redisTargetEnv(redis),
     PORTAL_PREFIX: prefix,
     PORT: String(ports.gateway),
     HOST: '127.0.0.1',
@@ -145,7 +148,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
 
   async function stop(): Promise<void> {
     await Promise.all(PORTAL_APPS.map((app) => kill(app, 'SIGKILL')));
-    await deleteRedisPrefix(redisURL, prefix);
+    await deleteRedisPrefix(redis, prefix);
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }

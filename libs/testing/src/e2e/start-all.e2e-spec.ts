@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createServer } from 'node:net';
-import { readCommonConfig } from '@portal/contracts';
+import { readRedisUrl } from '@portal/contracts';
 import { dropDatabase } from '@portal/dal';
 import { createTestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
@@ -76,7 +76,7 @@ describe('npm start', () => {
         await exited;
       }
       await dropDatabase(probe.url);
-      await deleteRedisPrefix(readCommonConfig(process.env).redisUrl, prefix);
+      await deleteRedisPrefix(readRedisUrl(process.env), prefix);
     }
   }, 90_000);
 });

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { readCommonConfig } from '@portal/contracts';
+import { readRedisUrl } from '@portal/contracts';
 import { METRIC } from '@portal/queue';
 import { createTestDatabase, type TestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
@@ -13,7 +13,7 @@ import { deleteRedisPrefix } from '../redis.util';
  * deadline. (SIGTERM mid-turn is the end-to-end suite's.)
  */
 const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
-const REDIS_URL = readCommonConfig(process.env).redisUrl;
+const REDIS_URL = readRedisUrl(process.env);
 const DEADLINE_MS = 8000;
 const WORKERS = [
   ['turn-orchestrator', 'turns'],

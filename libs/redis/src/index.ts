@@ -1,0 +1,2 @@
+export * from './redis-connections';
+export * from './redis.module';
