@@ -19,7 +19,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, redisServerPid } from './cpu.util';
-import { figure } from './stats.util';
+import { figure, numberArg as arg, percentile } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
 
 /**
@@ -42,10 +42,6 @@ import { startTimingProxy } from './timing-proxy.util';
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const arg = (name: string, fallback: number) => {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return found ? Number(found.split('=')[1]) : fallback;
-};
 const TURNS = arg('turns', 200);
 const CONCURRENCY = arg('concurrency', 20);
 const PER_CONVERSATION = arg('per-conversation', 15);
@@ -76,13 +72,6 @@ function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
 }
 
 // --- Numbers -----------------------------------------------------------------------------------
-
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank];
-}
 
 const fmt = (ms: number) => figure(ms).padStart(8);
 

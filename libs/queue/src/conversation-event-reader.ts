@@ -69,9 +69,14 @@ export class ConversationEventReader {
     redisUrl: string,
     private readonly prefix: string,
   ) {
-    // Lazy: a gateway that never streams opens neither. Commands wait out a Redis restart.
-    const options = { lazyConnect: true, maxRetriesPerRequest: null };
-    this.listener = new IORedis(redisUrl, { ...options, connectionName: `${prefix}:events-listener` });
+    // Commands wait out a Redis restart. The listener skips ioredis's ready check: its INFO is
+    // refused once a SUBSCRIBE sent while connecting has put the connection in subscriber mode.
+    const options = { maxRetriesPerRequest: null };
+    this.listener = new IORedis(redisUrl, {
+      ...options,
+      enableReadyCheck: false,
+      connectionName: `${prefix}:events-listener`,
+    });
     this.commands = new IORedis(redisUrl, { ...options, connectionName: `${prefix}:events-reader` });
     this.listener.on('message', (channel: string, newestId: string) => this.announced(channel, newestId));
     this.listener.on('ready', () => this.reconnected());
@@ -123,8 +128,8 @@ export class ConversationEventReader {
   async close(): Promise<void> {
     this.closing = true;
     this.followed.clear();
-    // A client that never connected has nothing to close (and disconnecting it leaves a timer).
-    for (const redis of [this.listener, this.commands]) if (redis.status !== 'wait') redis.disconnect();
+    this.listener.disconnect();
+    this.commands.disconnect();
   }
 
   /**
