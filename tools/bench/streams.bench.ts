@@ -3,6 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import IORedis from 'ioredis';
+import { Client } from 'pg';
 import { conversationEventsKey, readCommonConfig } from '@portal/contracts';
 import { ConversationEvents } from '@portal/queue';
 import {
@@ -31,6 +32,7 @@ import { figure, numberArg as arg, percentile } from './stats.util';
  * (its own sockets, /proc), gateway memory per stream (RSS), whether every subscriber got every
  * event of its conversation (compared with the stream in Redis) and turn latency p50/p99. Last, a stalled reader: a client that stops reading while
  * `--stall-mb=N` (default 100) MB of events are appended, with the gateway's RSS sampled meanwhile.
+ * Then what a turn costs the stores (perTurn): Redis commands and bytes stored in Postgres and Redis.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -172,6 +174,53 @@ async function run(
   return figures;
 }
 
+/**
+ * What one turn costs the stores, over `TURNS` turns in one conversation with one subscriber:
+ * Redis commands naming the bench's prefix (MONITOR, by top-level client or inside a script) and
+ * bytes the turns left stored (Postgres database size; Redis memory of the prefix's keys).
+ */
+async function perTurn(portal: RunningPortal, api: ApiClient, redis: IORedis) {
+  const [c] = await newConversations(api, 1);
+  await openStreams(portal, [c], 1);
+  await turn(api, c); // the first turn also names the conversation
+  const pg = new Client({ connectionString: portal.database.url });
+  await pg.connect();
+  const dbBytes = async () =>
+    Number((await pg.query('SELECT pg_database_size(current_database()) AS n')).rows[0].n);
+  const redisBytes = async () => {
+    let total = 0;
+    for (const pattern of [`${portal.prefix}:*`, `{${portal.prefix}:*`]) {
+      for (const key of await redis.keys(pattern)) total += (await redis.memory('USAGE', key)) ?? 0;
+    }
+    return total;
+  };
+  const pgBefore = await dbBytes();
+  const redisBefore = await redisBytes();
+  const monitor = await redis.duplicate().monitor();
+  let clientCommands = 0;
+  let scriptCommands = 0;
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (!args.some((a) => a.includes(portal.prefix))) return;
+    if (source === 'lua') scriptCommands++;
+    else clientCommands++;
+  });
+  try {
+    for (let i = 0; i < TURNS; i++) await turn(api, c);
+    await settle(1000);
+  } finally {
+    monitor.disconnect();
+  }
+  const figures = {
+    clientCommands: clientCommands / TURNS,
+    scriptCommands: scriptCommands / TURNS,
+    postgresBytes: ((await dbBytes()) - pgBefore) / TURNS,
+    redisBytes: ((await redisBytes()) - redisBefore) / TURNS,
+  };
+  await pg.end();
+  c.subscribers.forEach((s) => s.close());
+  return figures;
+}
+
 async function droppedStreams(portal: RunningPortal): Promise<number> {
   const text = await (await fetch(`${portal.baseURL}/metrics`)).text();
   return Number(/^portal_gateway_sse_dropped_total (\d+)/m.exec(text)?.[1] ?? 0);
@@ -239,6 +288,8 @@ async function main(): Promise<void> {
     const many = await run(portal, api, redis, atStart, STREAMS, CONVERSATIONS);
     console.log('stalled reader…');
     const stall = await stalledReader(portal, api);
+    console.log(`per turn: ${TURNS} turns in one conversation…`);
+    const cost = await perTurn(portal, api, redis);
 
     const W = 52;
     const cell = (v: string) => v.padStart(14);
@@ -271,6 +322,11 @@ async function main(): Promise<void> {
     console.log(
       `stalled reader: ${figure(stall.publishedMb, 0)} MB appended, gateway RSS peak +${figure(stall.peakGrowthMb)} MB, ` +
         `client dropped: ${stall.dropped ? 'yes' : 'NO'}`,
+    );
+    console.log(
+      `per one-call turn: Redis commands naming the portal's keys ${figure(cost.clientCommands)} sent by clients ` +
+        `+ ${figure(cost.scriptCommands)} run inside their scripts; stored: Postgres +${figure(cost.postgresBytes / 1024)} KB, ` +
+        `Redis +${figure(cost.redisBytes / 1024)} KB (events and retained jobs)`,
     );
     const ratio = percentile(many.latencies, 50) / percentile(few.latencies, 50);
     const met = (ok: boolean) => (ok ? 'met' : 'MISSED');

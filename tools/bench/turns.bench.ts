@@ -407,9 +407,10 @@ async function main(): Promise<void> {
     models: e2eModels(proxy.url),
     bootstrap: bootstrap(),
     // The services' defaults (log level included: LOG_LEVEL passes through when set), except the
-    // per-key request limit: one key sends every request here.
+    // per-key request limit and the per-user stream cap: one key sends every request here.
     env: {
       RATE_LIMIT_PER_MINUTE: '1000000',
+      SSE_MAX_PER_USER: '0',
       ...(profileDir && {
         NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile.preload.js')}`,
         BENCH_CPU_PROFILE_DIR: profileDir,

@@ -61,6 +61,14 @@ function collector() {
   return sink;
 }
 
+async function eventually(check: () => Promise<boolean>, what: string) {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 const idsAfter = async (conversationId: string, afterId: string) =>
   (await events.readAfter(conversationId, afterId, 100_000)).map((e) => e.id);
 
@@ -116,6 +124,24 @@ describe('ConversationEventReader', () => {
     expect(joined.length).toBeGreaterThan(6);
   });
 
+  it('misses no event while appends from several writers come one at a time during its reads', async () => {
+    const id = randomUUID();
+    const sink = collector();
+    reader.subscribe(id, await events.lastId(id), sink);
+    const writers = Array.from({ length: 4 }, () => new ConversationEvents(redisUrl, prefix));
+    try {
+      await Promise.all(
+        writers.map(async (writer, w) => {
+          for (let n = 0; n < 150; n++) await writer.publish(id, delta(w * 1000 + n));
+        }),
+      );
+    } finally {
+      await Promise.all(writers.map((w) => w.close()));
+    }
+    await sink.until(600);
+    expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
+  });
+
   it('replays a long backlog page by page, waiting for the sink between pages', async () => {
     const id = randomUUID();
     const live = collector();
@@ -157,15 +183,12 @@ describe('ConversationEventReader', () => {
     const listeners = async () => ((await redis.pubsub('NUMSUB', channel)) as [string, number])[1];
     const a = reader.subscribe(id, '0-0', collector());
     const b = reader.subscribe(id, '0-0', collector());
-    await events.publish(id, delta(1)); // subscribed by the time an append is read back
-    await new Promise((r) => setTimeout(r, 50));
-    expect(await listeners()).toBe(1);
+    await eventually(async () => (await listeners()) === 1, 'the subscription');
     a.close();
     expect(reader.followedCount).toBe(1);
     b.close();
     expect(reader.followedCount).toBe(0);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(await listeners()).toBe(0);
+    await eventually(async () => (await listeners()) === 0, 'the unsubscription');
   });
 
   it('is told of every append by the writer, with the newest id', async () => {
@@ -177,7 +200,7 @@ describe('ConversationEventReader', () => {
       sub.on('message', (_channel, message: string) => told.push(message));
       const one = await events.publish(id, delta(1));
       const many = await events.publishAll(id, [delta(2), delta(3), delta(4)]);
-      await new Promise((r) => setTimeout(r, 50));
+      await eventually(async () => told.length >= 2, 'two announcements');
       expect(told).toEqual([one, many[2]]);
       expect(await redis.xlen(conversationEventsKey(prefix, id))).toBe(4);
     } finally {

@@ -174,7 +174,9 @@ export class ConversationEventReader {
             'COUNT',
             PAGE,
           );
-          if (this.followed.get(followed.channel) !== followed || rows.length === 0) return;
+          if (this.followed.get(followed.channel) !== followed) return;
+          // Not `return`: an announcement that came during this read must still be read.
+          if (rows.length === 0) break;
           const batch: StoredEvent[] = rows.map(toStoredEvent);
           followed.cursor = batch[batch.length - 1].id;
           for (const subscriber of followed.subscribers) if (subscriber.live) offer(subscriber, batch);
@@ -182,8 +184,9 @@ export class ConversationEventReader {
         }
       } while (followed.again);
     } catch (err) {
-      // The next announcement reads from the same cursor: late, not lost.
       this.failed(`read ${followed.key}`, err);
+      // From the same cursor a moment later: late, not lost.
+      setTimeout(() => this.followed.get(followed.channel) === followed && void this.read(followed), 1000);
     } finally {
       followed.reading = false;
     }
