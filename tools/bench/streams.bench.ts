@@ -184,6 +184,7 @@ async function perTurn(portal: RunningPortal, api: ApiClient, redis: IORedis) {
   await openStreams(portal, [c], 1);
   await turn(api, c); // the first turn also names the conversation
   const pg = new Client({ connectionString: portal.database.url });
+  pg.on('error', () => undefined); // the database is dropped when the bench stops
   await pg.connect();
   const dbBytes = async () =>
     Number((await pg.query('SELECT pg_database_size(current_database()) AS n')).rows[0].n);
