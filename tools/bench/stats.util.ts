@@ -10,3 +10,17 @@ export function median(values: number[]): number {
 export function figure(value: number, digits = 1): string {
   return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 }
+
+/** The nearest-rank `p`th percentile of `values`; NaN for none. */
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+/** The number given on the command line as `--name=N`, or `fallback`. */
+export function numberArg(name: string, fallback: number): number {
+  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return found ? Number(found.split('=')[1]) : fallback;
+}

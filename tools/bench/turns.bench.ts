@@ -18,7 +18,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, redisServerPid } from './cpu.util';
-import { figure } from './stats.util';
+import { figure, numberArg as arg, percentile } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
 import { buildServices } from './build.util';
 
@@ -42,10 +42,6 @@ import { buildServices } from './build.util';
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const arg = (name: string, fallback: number) => {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return found ? Number(found.split('=')[1]) : fallback;
-};
 const TURNS = arg('turns', 200);
 const CONCURRENCY = arg('concurrency', 20);
 const PER_CONVERSATION = arg('per-conversation', 15);
@@ -76,13 +72,6 @@ function describeCall(body: Buffer): Omit<ProxyTiming, 'ms'> {
 }
 
 // --- Numbers -----------------------------------------------------------------------------------
-
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank];
-}
 
 const fmt = (ms: number) => figure(ms).padStart(8);
 
@@ -418,9 +407,10 @@ async function main(): Promise<void> {
     models: e2eModels(proxy.url),
     bootstrap: bootstrap(),
     // The services' defaults (log level included: LOG_LEVEL passes through when set), except the
-    // per-key request limit: one key sends every request here.
+    // per-key request limit and the per-user stream cap: one key sends every request here.
     env: {
       RATE_LIMIT_PER_MINUTE: '1000000',
+      SSE_MAX_PER_USER: '0',
       ...(profileDir && {
         NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile.preload.js')}`,
         BENCH_CPU_PROFILE_DIR: profileDir,

@@ -12,6 +12,7 @@ import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv, type Limits } from '@portal/prompt';
 import { readAttachmentsConfig, type AttachmentsConfig } from './attachments/attachments.config';
 import { readRateLimitConfig, type RateLimitConfig } from './common/rate-limit';
+import { readSseConfig, type SseConfig } from './events/sse.config';
 
 export interface GatewayConfig extends CommonConfig {
   port: number;
@@ -27,6 +28,8 @@ export interface GatewayConfig extends CommonConfig {
   attachments: AttachmentsConfig;
   /** Per-API-key request limit (RATE_LIMIT_PER_MINUTE). */
   rateLimit: RateLimitConfig;
+  /** Server-Sent Events streams: per-user cap, buffer per client, heartbeat. */
+  sse: SseConfig;
   /**
    * Orgs whose admins may open the queue dashboard (PORTAL_OPERATOR_ORGS, comma-separated; none by
    * default): it shows every org's jobs, so it is for the operators of the portal only.
@@ -53,6 +56,7 @@ export function readConfig(env: Env): GatewayConfig {
     portalFloor: readPortalFloor(env.PORTAL_BOOTSTRAP_FILE || null),
     attachments: readAttachmentsConfig(env),
     rateLimit: readRateLimitConfig(env),
+    sse: readSseConfig(env),
     operatorOrgs: envString(env, 'PORTAL_OPERATOR_ORGS', '')
       .split(',')
       .map((org) => org.trim())

@@ -38,6 +38,15 @@ export function conversationEventsKey(prefix: string, conversationId: string): s
   return `${prefix}:events:{${conversationId}}`;
 }
 
+/**
+ * Pub/sub channel announcing new events of a conversation (the message is the newest id): a reader
+ * subscribes to the conversations it serves and reads the stream when told. The hash tag is the
+ * stream's, so on Redis Cluster a sharded channel lives on the stream's shard.
+ */
+export function conversationEventsChannel(prefix: string, conversationId: string): string {
+  return `${prefix}:events-new:{${conversationId}}`;
+}
+
 /** Redis pub/sub channel on which the gateway announces a cancelled turn's id to the workers. */
 export function cancelChannel(prefix: string): string {
   return `${prefix}:cancel`;

@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'invalid_transition',
   'invariant_violated',
   'rate_limited',
+  'too_many_streams',
   'unavailable',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -1,17 +1,21 @@
 import type { RedisClient, RedisConnections } from '@portal/redis';
-import { conversationEventsKey, type PortalEvent } from '@portal/contracts';
+import { conversationEventsChannel, conversationEventsKey, type PortalEvent } from '@portal/contracts';
 
 export interface StoredEvent {
   id: string;
   event: PortalEvent;
 }
 
-/** XADDs each ARGV after the first (the MINID to trim to) to KEYS[1], in order; returns their ids. */
+/**
+ * XADDs each ARGV after the second to KEYS[1] in order (trimming to the MINID in ARGV[2]), then
+ * announces the newest id on the channel ARGV[1]; returns the ids.
+ */
 const APPEND_ALL_SCRIPT = `
 local ids = {}
-for i = 2, #ARGV do
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', ARGV[i])
+for i = 3, #ARGV do
+  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i])
 end
+redis.call('PUBLISH', ARGV[1], ids[#ids])
 return ids`;
 
 /**
@@ -23,7 +27,7 @@ export class ConversationEvents {
   private readonly writer: RedisClient;
 
   constructor(
-    private readonly connections: RedisConnections,
+    connections: RedisConnections,
     private readonly prefix: string,
     private readonly retentionMs = 24 * 60 * 60 * 1000,
   ) {
@@ -37,19 +41,18 @@ export class ConversationEvents {
 
   /**
    * Appends `events` in order in one round trip: commands on one connection run in the order
-   * sent, so each lands after the one before it. Several go in one script, so a reader blocked
-   * on the stream wakes once for all of them.
+   * sent, so each lands after the one before it. They go in one script with the announcement, so
+   * a reader is told once for all of them and never before they are stored.
    */
   async publishAll(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
+    if (events.length === 0) return [];
     const key = conversationEventsKey(this.prefix, conversationId);
+    const channel = conversationEventsChannel(this.prefix, conversationId);
     const minId = `${Date.now() - this.retentionMs}-0`;
     const fields = events.map((event) => JSON.stringify(event));
-    if (fields.length === 0) return [];
-    if (fields.length === 1)
-      return [(await this.writer.xadd(key, 'MINID', '~', minId, '*', 'e', fields[0]))!];
     // EVAL, not EVALSHA: a Redis that lost its scripts (a restart) cannot answer NOSCRIPT and
     // have the retry overtaken by the appends sent after it.
-    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, minId, ...fields)) as string[];
+    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, channel, minId, ...fields)) as string[];
   }
 
   /** Everything retained after `afterId` (exclusive), oldest first. */
@@ -103,40 +106,8 @@ export class ConversationEvents {
     );
     return rows[0]?.[0] ?? '0-0';
   }
-
-  /**
-   * Follows the stream after `afterId` until `signal` aborts, yielding what each read returned
-   * (oldest first) at once. Each subscriber holds its own blocking connection, since XREAD BLOCK
-   * occupies it.
-   */
-  async *follow(conversationId: string, afterId: string, signal: AbortSignal): AsyncGenerator<StoredEvent[]> {
-    const reader = this.connections.dedicated('events-follower');
-    const key = conversationEventsKey(this.prefix, conversationId);
-    const stop = () => reader.disconnect();
-    signal.addEventListener('abort', stop, { once: true });
-    let cursor = afterId;
-    try {
-      while (!signal.aborted) {
-        const result = await reader
-          .xread('COUNT', 500, 'BLOCK', 5000, 'STREAMS', key, cursor)
-          .catch((err) => {
-            if (signal.aborted) return null;
-            throw err;
-          });
-        for (const [, rows] of result ?? []) {
-          const batch = rows.map(toStoredEvent);
-          if (!batch.length) continue;
-          cursor = batch[batch.length - 1].id;
-          yield batch;
-        }
-      }
-    } finally {
-      signal.removeEventListener('abort', stop);
-      if (reader.status !== 'end') reader.disconnect();
-    }
-  }
 }
 
-function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
+export function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
   return { id, event: JSON.parse(fields[1]) as PortalEvent };
 }

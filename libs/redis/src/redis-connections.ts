@@ -7,7 +7,12 @@ export type RedisClient = Redis | Cluster;
 
 type ConnectionOptions = Pick<
   RedisOptions,
-  'lazyConnect' | 'maxRetriesPerRequest' | 'commandTimeout' | 'enableAutoPipelining'
+  | 'lazyConnect'
+  | 'maxRetriesPerRequest'
+  | 'commandTimeout'
+  | 'enableAutoPipelining'
+  | 'enableReadyCheck'
+  | 'connectionName'
 >;
 
 /**
@@ -24,8 +29,13 @@ const ROLES = {
    * turns under load) share one write.
    */
   events: { maxRetriesPerRequest: 20, enableAutoPipelining: true },
-  /** XREAD BLOCK occupies its connection, so each follower has its own. */
-  'events-follower': { maxRetriesPerRequest: null },
+  /** The gateway's event reader: its replays and shared reads wait out a Redis restart. */
+  'events-reader': { maxRetriesPerRequest: null },
+  /**
+   * The event reader's pub/sub listener. It skips the ready check: its INFO is refused once a
+   * SUBSCRIBE sent while connecting has put the connection in subscriber mode.
+   */
+  'events-listener': { maxRetriesPerRequest: null, enableReadyCheck: false },
   /**
    * The upload hand-off, best effort both ways: a failure or a silent Redis answers soon (then the
    * blob store is used) rather than waiting for a reconnection. Its own connection, so a large SET
@@ -68,9 +78,9 @@ export class RedisConnections {
    * A connection of `role` for the caller alone (a blocking read, a subscriber). The caller may
    * disconnect it when done; whatever is still open is closed with the others.
    */
-  dedicated(role: RedisRole): RedisClient {
+  dedicated(role: RedisRole, connectionName?: string): RedisClient {
     if (this.closed) throw new Error(`Redis connections are closed; cannot open one for ${role}`);
-    const client = this.connect(ROLES[role]);
+    const client = this.connect({ ...ROLES[role], connectionName });
     this.open.add(client);
     client.once('end', () => this.open.delete(client));
     let failing = false;

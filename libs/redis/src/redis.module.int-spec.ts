@@ -27,7 +27,7 @@ describe('RedisModule', () => {
     const app = await NestFactory.createApplicationContext(App, { logger: false });
     const redis = app.get(RedisConnections);
     const shared = redis.shared('events');
-    const follower = redis.dedicated('events-follower');
+    const follower = redis.dedicated('events-reader');
     expect(await shared.ping()).toBe('PONG');
     expect(await follower.ping()).toBe('PONG');
 

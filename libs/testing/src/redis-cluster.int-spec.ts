@@ -12,6 +12,7 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import {
   BullMqClient,
+  ConversationEventReader,
   ConversationEvents,
   createQueueMicroservice,
   JobRecord,
@@ -64,7 +65,7 @@ describe('RedisConnections with REDIS_CLUSTER_NODES', () => {
   it('opens cluster clients, one per role when shared, and closes every one', async () => {
     const own = new RedisConnections({ clusterNodes: cluster.nodes });
     const shared = own.shared('events');
-    const follower = own.dedicated('events-follower');
+    const follower = own.dedicated('events-reader');
     expect(shared).toBeInstanceOf(Cluster);
     expect(own.shared('events')).toBe(shared);
     expect(follower).not.toBe(shared);
@@ -94,14 +95,28 @@ describe('on a Redis Cluster', () => {
     const owners = await Promise.all(conversations.map((id) => ownerOf(conversationEventsKey(prefix, id))));
     expect(new Set(owners)).toEqual(new Set(cluster.nodes.map((n) => n.port)));
 
-    const stop = new AbortController();
-    const followed = events.follow(conversations[0], '0-0', stop.signal);
-    const first = await followed.next();
-    stop.abort();
-    expect((first.value as { event: PortalEvent }[]).map((s) => s.event)).toEqual(
-      batch(`t-${conversations[0]}`),
+    // The gateway's reader: the replay, then a live append announced on the conversation's slot.
+    const reader = new ConversationEventReader(redis, prefix);
+    const received: PortalEvent[] = [];
+    let arrived = () => undefined as void;
+    const subscription = reader.subscribe(conversations[0], '0-0', {
+      deliver: (stored) => {
+        received.push(...stored.map((s) => s.event));
+        arrived();
+      },
+      ready: async () => undefined,
+      end: () => undefined,
+    });
+    const live = batch(`live-${conversations[0]}`);
+    const expected = [...batch(`t-${conversations[0]}`), ...live];
+    const all = new Promise<void>(
+      (resolve) => (arrived = () => received.length >= expected.length && resolve()),
     );
-    await followed.return(undefined);
+    await events.publishAll(conversations[0], live);
+    await all;
+    expect(received).toEqual(expected);
+    subscription.close();
+    await reader.close();
   });
 
   it('carries a job from producer to consumer, every key of a queue in one slot', async () => {

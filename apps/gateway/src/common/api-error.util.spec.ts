@@ -24,6 +24,7 @@ describe('toApiError', () => {
     ['model_cannot_see', 422],
     ['attachment_not_found', 422],
     ['rate_limited', 429],
+    ['too_many_streams', 429],
   ] as const)('maps %s to %i with its message', (code, status) => {
     expect(toApiError(new DomainError(code, 'Because.'))).toEqual({
       status,

@@ -20,6 +20,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   attachment_not_found: 422,
   model_cannot_see: 422,
   rate_limited: 429,
+  too_many_streams: 429,
   invariant_violated: 500,
   unavailable: 503,
 };

@@ -35,6 +35,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: "`not_found`: missing, another org's, or another user's conversation",
   409: 'a conflict: see the operation for the codes',
   422: 'a check refused the request: see the operation for the codes',
+  429: '`rate_limited` or `too_many_streams`: see the operation',
 };
 
 const ok = (description: string, schema?: Schema) => ({
@@ -402,7 +403,10 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         description:
           '`id:` is the event stream id, `data:` the event JSON (`type`, `turnId`, …). With `Last-Event-ID` ' +
           '(or `?lastEventId=`) everything retained after it is replayed first; without, the stream starts ' +
-          'from now. A comment line is sent every 15 s. For an agent with a `reviewer`, each `text_delta` ' +
+          'from now. A comment line is sent every 15 s (`SSE_HEARTBEAT`) while nothing else is. A client ' +
+          'that leaves more than `SSE_MAX_BUFFER_BYTES` unread is disconnected: it reconnects with ' +
+          '`Last-Event-ID` and misses nothing. A user holds at most `SSE_MAX_PER_USER` open streams on a ' +
+          'gateway: 429 `too_many_streams` beyond. For an agent with a `reviewer`, each `text_delta` ' +
           'carries one sentence its review passed.',
         parameters: [
           conversationId,
@@ -411,7 +415,7 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         ],
         responses: {
           200: { description: 'The event stream', content: { 'text/event-stream': { schema: str } } },
-          ...errors(400, 404),
+          ...errors(400, 404, 429),
         },
       }),
     },

@@ -33,6 +33,6 @@ export class EventsController {
       throw new DomainError('validation_failed', `Last-Event-ID: "${lastEventId}" is not an event id`);
     }
     const afterId = lastEventId || (await this.events.lastId(conversation.id));
-    this.sse.stream(reply, conversation.id, afterId);
+    this.sse.stream(reply, caller, conversation.id, afterId);
   }
 }

@@ -1,6 +1,20 @@
 import { Module } from '@nestjs/common';
+import { ConversationEventReader } from '@portal/queue';
+import { RedisConnections } from '@portal/redis';
+import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { EventsController } from './events.controller';
 import { SseService } from './sse.service';
 
-@Module({ controllers: [EventsController], providers: [SseService] })
+@Module({
+  controllers: [EventsController],
+  providers: [
+    {
+      provide: ConversationEventReader,
+      useFactory: (config: GatewayConfig, redis: RedisConnections) =>
+        new ConversationEventReader(redis, config.prefix),
+      inject: [GATEWAY_CONFIG, RedisConnections],
+    },
+    SseService,
+  ],
+})
 export class EventsModule {}

@@ -21,6 +21,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  private readonly sseDrops = new Counter({
+    name: GATEWAY_METRIC.sseDropped,
+    help: 'Server-Sent Events streams dropped because their client left too much unread',
+    registers: [this.registry],
+  });
+
   private readonly turnsOpened = new Counter({
     name: GATEWAY_METRIC.turnsOpened,
     help: 'Turns opened by the gateway, by kind',
@@ -42,6 +48,10 @@ export class MetricsService {
 
   sseClosed(): void {
     this.sseConnections.dec();
+  }
+
+  sseDropped(): void {
+    this.sseDrops.inc();
   }
 
   turnOpened(kind: TurnKind): void {

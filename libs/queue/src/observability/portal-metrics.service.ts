@@ -20,6 +20,7 @@ export const METRIC = {
 export const GATEWAY_METRIC = {
   httpRequests: 'portal_gateway_http_requests_total',
   sseConnections: 'portal_gateway_sse_connections',
+  sseDropped: 'portal_gateway_sse_dropped_total',
   turnsOpened: 'portal_gateway_turns_opened_total',
 } as const;
 

@@ -1,0 +1,214 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import IORedis from 'ioredis';
+import {
+  conversationEventsChannel,
+  conversationEventsKey,
+  readRedisUrl,
+  type PortalEvent,
+} from '@portal/contracts';
+import { RedisConnections } from '@portal/redis';
+import { ConversationEventReader, type EventSink } from './conversation-event-reader';
+import { ConversationEvents, type StoredEvent } from './conversation-events';
+
+const redisUrl = readRedisUrl(process.env);
+const connections = new RedisConnections({ url: redisUrl });
+const prefix = `reader-spec-${randomBytes(4).toString('hex')}`;
+
+let redis: IORedis;
+let events: ConversationEvents;
+let reader: ConversationEventReader;
+beforeAll(() => {
+  redis = new IORedis(redisUrl);
+  events = new ConversationEvents(connections, prefix);
+});
+beforeEach(() => {
+  reader = new ConversationEventReader(connections, prefix);
+});
+afterEach(() => reader.close());
+afterAll(async () => {
+  await connections.close();
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+const delta = (n: number): PortalEvent => ({ type: 'text_delta', turnId: 't', blockId: 'b', text: `${n}` });
+
+/** A sink that keeps what it is given; `until(n)` waits for the n-th event. */
+function collector() {
+  const received: StoredEvent[] = [];
+  let wake = () => undefined as void;
+  const sink: EventSink & { received: StoredEvent[]; ended: boolean; until(n: number): Promise<void> } = {
+    received,
+    ended: false,
+    deliver(batch) {
+      received.push(...batch);
+      wake();
+    },
+    ready: () => Promise.resolve(),
+    end() {
+      sink.ended = true;
+    },
+    async until(n) {
+      const deadline = Date.now() + 10_000;
+      while (received.length < n) {
+        if (Date.now() > deadline) throw new Error(`got ${received.length} of ${n} events`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 50);
+        });
+      }
+    },
+  };
+  return sink;
+}
+
+async function eventually(check: () => Promise<boolean>, what: string) {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const idsAfter = async (conversationId: string, afterId: string) =>
+  (await events.readAfter(conversationId, afterId, 100_000)).map((e) => e.id);
+
+/** The reader's connections to Redis, by the names it gives them. */
+async function readerConnections(): Promise<number> {
+  const list = (await redis.client('LIST')) as string;
+  return list.split('\n').filter((line) => line.includes(` name=${prefix}:events-`)).length;
+}
+
+describe('ConversationEventReader', () => {
+  it('gives every subscriber of every conversation its new events in order, on two connections', async () => {
+    const conversations = Array.from({ length: 20 }, () => randomUUID());
+    const sinks = conversations.flatMap((id) => Array.from({ length: 5 }, () => ({ id, sink: collector() })));
+    for (const { id, sink } of sinks) reader.subscribe(id, await events.lastId(id), sink);
+    for (let n = 1; n <= 3; n++)
+      await Promise.all(conversations.map((id) => events.publishAll(id, [delta(n), delta(n + 10)])));
+    for (const { id, sink } of sinks) {
+      await sink.until(6);
+      expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
+    }
+    expect(await readerConnections()).toBe(2);
+  });
+
+  it('replays from any id, then follows, without gap or repeat while appends go on', async () => {
+    const id = randomUUID();
+    const first = await events.publish(id, delta(0));
+    const joined: { afterId: string; sink: ReturnType<typeof collector> }[] = [];
+    let appended = 0;
+    const appending = (async () => {
+      for (let n = 1; n <= 150; n++) {
+        const batch = Array.from({ length: 1 + (n % 4) }, (_, i) => delta(n * 10 + i));
+        await events.publishAll(id, batch);
+        appended += batch.length;
+      }
+    })();
+    // Subscribers join while the appends run, starting from the first event, from a recent one,
+    // or from now; some of them joining a conversation the reader already follows.
+    while (appended < 300) {
+      const retained = await idsAfter(id, '0-0');
+      for (const afterId of [first, retained[Math.floor(retained.length / 2)], retained.at(-1)!]) {
+        const sink = collector();
+        reader.subscribe(id, afterId, sink);
+        joined.push({ afterId, sink });
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await appending;
+    for (const { afterId, sink } of joined) {
+      const expected = await idsAfter(id, afterId);
+      await sink.until(expected.length);
+      expect(sink.received.map((e) => e.id)).toEqual(expected);
+    }
+    expect(joined.length).toBeGreaterThan(6);
+  });
+
+  it('misses no event while appends from several writers come one at a time during its reads', async () => {
+    const id = randomUUID();
+    const sink = collector();
+    reader.subscribe(id, await events.lastId(id), sink);
+    // Four writers as four processes would be: each on connections of its own.
+    const own = Array.from({ length: 4 }, () => new RedisConnections({ url: redisUrl }));
+    const writers = own.map((c) => new ConversationEvents(c, prefix));
+    try {
+      await Promise.all(
+        writers.map(async (writer, w) => {
+          for (let n = 0; n < 150; n++) await writer.publish(id, delta(w * 1000 + n));
+        }),
+      );
+    } finally {
+      await Promise.all(own.map((c) => c.close()));
+    }
+    await sink.until(600);
+    expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
+  });
+
+  it('replays a long backlog page by page, waiting for the sink between pages', async () => {
+    const id = randomUUID();
+    const live = collector();
+    reader.subscribe(id, '0-0', live);
+    await events.publishAll(
+      id,
+      Array.from({ length: 1200 }, (_, n) => delta(n)),
+    );
+    await live.until(1200);
+    const slow = collector();
+    let waits = 0;
+    slow.ready = async () => {
+      waits++;
+      await new Promise((r) => setTimeout(r, 20));
+    };
+    reader.subscribe(id, '0-0', slow);
+    await slow.until(1200);
+    expect(slow.received.map((e) => e.id)).toEqual(live.received.map((e) => e.id));
+    expect(waits).toBe(2); // 1,200 events in pages of 500
+  });
+
+  it('reads what was appended while its listener was away once it is back', async () => {
+    const id = randomUUID();
+    const sink = collector();
+    reader.subscribe(id, await events.lastId(id), sink);
+    await events.publish(id, delta(1));
+    await sink.until(1);
+    const list = (await redis.client('LIST')) as string;
+    const listener = list.split('\n').find((line) => line.includes(` name=${prefix}:events-listener`))!;
+    await redis.client('KILL', 'ID', /id=(\d+)/.exec(listener)![1]);
+    await events.publishAll(id, [delta(2), delta(3)]);
+    await sink.until(3);
+    expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
+  });
+
+  it('stops listening to a conversation when its last subscriber leaves', async () => {
+    const id = randomUUID();
+    const channel = conversationEventsChannel(prefix, id);
+    const listeners = async () => ((await redis.pubsub('NUMSUB', channel)) as [string, number])[1];
+    const a = reader.subscribe(id, '0-0', collector());
+    const b = reader.subscribe(id, '0-0', collector());
+    await eventually(async () => (await listeners()) === 1, 'the subscription');
+    a.close();
+    expect(reader.followedCount).toBe(1);
+    b.close();
+    expect(reader.followedCount).toBe(0);
+    await eventually(async () => (await listeners()) === 0, 'the unsubscription');
+  });
+
+  it('is told of every append by the writer, with the newest id', async () => {
+    const id = randomUUID();
+    const told: string[] = [];
+    const sub = redis.duplicate();
+    try {
+      await sub.subscribe(conversationEventsChannel(prefix, id));
+      sub.on('message', (_channel, message: string) => told.push(message));
+      const one = await events.publish(id, delta(1));
+      const many = await events.publishAll(id, [delta(2), delta(3), delta(4)]);
+      await eventually(async () => told.length >= 2, 'two announcements');
+      expect(told).toEqual([one, many[2]]);
+      expect(await redis.xlen(conversationEventsKey(prefix, id))).toBe(4);
+    } finally {
+      sub.disconnect();
+    }
+  });
+});

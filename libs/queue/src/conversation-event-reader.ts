@@ -1,0 +1,242 @@
+import { Logger } from '@nestjs/common';
+import type { RedisClient, RedisConnections } from '@portal/redis';
+import { conversationEventsChannel, conversationEventsKey } from '@portal/contracts';
+import { toStoredEvent, type StoredEvent } from './conversation-events';
+import { compareStreamIds } from './stream-id.util';
+
+/** Where a subscription's events go (one SSE client). */
+export interface EventSink {
+  /** Takes events oldest first; never one at or before an event it was already given. */
+  deliver(events: StoredEvent[]): void;
+  /** Resolves once the sink can take more; a replay waits for it between pages. */
+  ready(): Promise<void>;
+  /** The reader cannot serve it any more (Redis refused its subscription or replay). */
+  end(): void;
+}
+
+export interface EventSubscription {
+  close(): void;
+}
+
+interface Subscriber {
+  sink: EventSink;
+  /** The newest id given to the sink (or the one it started after). */
+  lastId: string;
+  /** False while it replays what it missed; the shared reads skip it until it has caught up. */
+  live: boolean;
+  closed: boolean;
+}
+
+/** A conversation with at least one local subscriber. */
+interface Followed {
+  key: string;
+  channel: string;
+  /** The newest id the shared reads have handed out; null until they start. */
+  cursor: string | null;
+  /** Subscribed to the channel and the cursor set. */
+  started: Promise<void>;
+  subscribers: Set<Subscriber>;
+  reading: boolean;
+  /** A notification came while reading: read once more. */
+  again: boolean;
+}
+
+/** Events per XRANGE, for the shared reads and the replays. */
+const PAGE = 500;
+
+/**
+ * The gateway's one reader of conversation events: two Redis connections whatever the number of
+ * streams. Writers announce each append on the conversation's channel; the reader subscribes to
+ * the channels of the conversations that have a local subscriber and, when told, reads the new
+ * events once with XRANGE and hands them to each subscriber. (A batched XREAD BLOCK over every
+ * followed key cost Redis about six times the CPU per event with 1,000 keys, and cannot span
+ * slots on Redis Cluster.)
+ *
+ * Nothing is missed between a replay and the live part: the shared reads and the replays go over
+ * the same connection, whose answers come in the order asked, and a subscriber joins the shared
+ * reads only once its replay has reached what they have handed out; ids at or before a
+ * subscriber's `lastId` are never given to it twice.
+ */
+export class ConversationEventReader {
+  private readonly logger = new Logger('ConversationEventReader');
+  private readonly listener: RedisClient;
+  private readonly commands: RedisClient;
+  private readonly followed = new Map<string, Followed>();
+  private connectedBefore = false;
+  private closing = false;
+
+  constructor(
+    connections: RedisConnections,
+    private readonly prefix: string,
+  ) {
+    // Named, so that an operator (and a test) can tell the reader's connections in CLIENT LIST.
+    this.listener = connections.dedicated('events-listener', `${prefix}:events-listener`);
+    this.commands = connections.dedicated('events-reader', `${prefix}:events-reader`);
+    this.listener.on('message', (channel: string, newestId: string) => this.announced(channel, newestId));
+    this.listener.on('ready', () => this.reconnected());
+    for (const redis of [this.listener, this.commands]) redis.on('error', () => undefined); // reconnects
+  }
+
+  /**
+   * Hands `sink` every event of the conversation after `afterId`, in order: what is retained
+   * first, then new ones as they are appended, until the subscription is closed.
+   */
+  subscribe(conversationId: string, afterId: string, sink: EventSink): EventSubscription {
+    const channel = conversationEventsChannel(this.prefix, conversationId);
+    const subscriber: Subscriber = { sink, lastId: afterId, live: false, closed: false };
+    let followed = this.followed.get(channel);
+    if (!followed) {
+      const entry: Followed = {
+        key: conversationEventsKey(this.prefix, conversationId),
+        channel,
+        cursor: null,
+        started: Promise.resolve(),
+        subscribers: new Set(),
+        reading: false,
+        again: false,
+      };
+      entry.started = this.start(entry);
+      this.followed.set(channel, entry);
+      followed = entry;
+    }
+    followed.subscribers.add(subscriber);
+    void this.catchUp(followed, subscriber);
+    const entry = followed;
+    return {
+      close: () => {
+        if (subscriber.closed) return;
+        subscriber.closed = true;
+        entry.subscribers.delete(subscriber);
+        if (entry.subscribers.size > 0 || this.followed.get(channel) !== entry) return;
+        this.followed.delete(channel);
+        this.listener.unsubscribe(channel).catch((err) => this.failed(`unsubscribe ${channel}`, err));
+      },
+    };
+  }
+
+  /** How many conversations have a local subscriber. */
+  get followedCount(): number {
+    return this.followed.size;
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.followed.clear();
+    this.listener.disconnect();
+    this.commands.disconnect();
+  }
+
+  /**
+   * Subscribes to the conversation's channel, then starts the shared reads at the stream's newest
+   * id: what is older is each subscriber's own replay, at its own pace. The read after that picks
+   * up an append announced before the cursor was known.
+   */
+  private async start(followed: Followed): Promise<void> {
+    try {
+      await this.listener.subscribe(followed.channel);
+      const [newest] = await this.commands.xrevrange(followed.key, '+', '-', 'COUNT', 1);
+      followed.cursor = newest?.[0] ?? '0-0';
+    } catch (err) {
+      // Its subscribers end (and reconnect); a later subscriber starts afresh.
+      if (this.followed.get(followed.channel) === followed) this.followed.delete(followed.channel);
+      throw err;
+    }
+    void this.read(followed);
+  }
+
+  private announced(channel: string, newestId: string): void {
+    const followed = this.followed.get(channel);
+    if (followed?.cursor && compareStreamIds(newestId, followed.cursor) > 0) void this.read(followed);
+  }
+
+  /** Reads what came after the cursor and hands it to the live subscribers; one read at a time. */
+  private async read(followed: Followed): Promise<void> {
+    if (followed.cursor === null) return; // not started: its start reads
+    if (followed.reading) {
+      followed.again = true;
+      return;
+    }
+    followed.reading = true;
+    try {
+      do {
+        followed.again = false;
+        for (;;) {
+          const rows: [string, string[]][] = await this.commands.xrange(
+            followed.key,
+            `(${followed.cursor}`,
+            '+',
+            'COUNT',
+            PAGE,
+          );
+          if (this.followed.get(followed.channel) !== followed) return;
+          // Not `return`: an announcement that came during this read must still be read.
+          if (rows.length === 0) break;
+          const batch: StoredEvent[] = rows.map(toStoredEvent);
+          followed.cursor = batch[batch.length - 1].id;
+          for (const subscriber of followed.subscribers) if (subscriber.live) offer(subscriber, batch);
+          if (rows.length < PAGE) break;
+        }
+      } while (followed.again);
+    } catch (err) {
+      this.failed(`read ${followed.key}`, err);
+      // From the same cursor a moment later: late, not lost.
+      setTimeout(() => this.followed.get(followed.channel) === followed && void this.read(followed), 1000);
+    } finally {
+      followed.reading = false;
+    }
+  }
+
+  /**
+   * Replays a later subscriber's missed events page by page, at its own pace, then makes it live.
+   * A short page read on the shared connection has seen at least what the shared reads handed out
+   * when it returns, so nothing falls between the two.
+   */
+  private async catchUp(followed: Followed, subscriber: Subscriber): Promise<void> {
+    try {
+      await followed.started;
+      while (!subscriber.closed) {
+        if (compareStreamIds(subscriber.lastId, followed.cursor!) >= 0) break;
+        const rows = await this.commands.xrange(followed.key, `(${subscriber.lastId}`, '+', 'COUNT', PAGE);
+        if (subscriber.closed) return;
+        if (rows.length > 0) offer(subscriber, rows.map(toStoredEvent));
+        if (rows.length < PAGE) break;
+        await subscriber.sink.ready();
+      }
+      subscriber.live = true;
+    } catch (err) {
+      this.failed(`replay ${followed.key}`, err);
+      subscriber.sink.end();
+    }
+  }
+
+  /**
+   * After a reconnection: appends announced while the listener was away were not heard, so every
+   * followed conversation is read once its subscriptions are back (the PING answers after them).
+   */
+  private reconnected(): void {
+    if (!this.connectedBefore) {
+      this.connectedBefore = true;
+      return;
+    }
+    setImmediate(() => {
+      this.listener.ping().then(
+        () => this.followed.forEach((followed) => void this.read(followed)),
+        (err) => this.failed('resubscribe', err),
+      );
+    });
+  }
+
+  private failed(what: string, err: unknown): void {
+    if (!this.closing) this.logger.error(`${what}: ${(err as Error).message}`);
+  }
+}
+
+/** Gives `subscriber` the events of `batch` it has not had yet. */
+function offer(subscriber: Subscriber, batch: StoredEvent[]): void {
+  let from = 0;
+  while (from < batch.length && compareStreamIds(batch[from].id, subscriber.lastId) <= 0) from++;
+  if (from === batch.length) return;
+  const fresh = from === 0 ? batch : batch.slice(from);
+  subscriber.lastId = fresh[fresh.length - 1].id;
+  subscriber.sink.deliver(fresh);
+}
