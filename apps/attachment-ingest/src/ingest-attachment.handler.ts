@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { QueueName, type JobData } from '@portal/contracts';
 import { AttachmentRepository, BLOB_STORE, type BlobStore, type ManifestPatch } from '@portal/dal';
+import { inSpan, SPAN } from '@portal/observability';
 import {
   addLogContext,
   JOB_OPTIONS,
@@ -82,8 +83,11 @@ export class IngestAttachmentHandler implements JobHandlerOf<'ingest-attachment'
     // Finished or failed for good: the gateway's hand-off is no longer needed.
     let ended = false;
     try {
-      if (attachment.kind === 'picture') await this.pictures.read(ctx);
-      else await this.documents.read(ctx);
+      await inSpan(
+        SPAN.ingest,
+        { 'portal.attachment.kind': attachment.kind, 'portal.attachment_id': attachmentId },
+        () => (attachment.kind === 'picture' ? this.pictures.read(ctx) : this.documents.read(ctx)),
+      );
       timer();
       ended = true;
     } catch (err) {

@@ -4,7 +4,12 @@ import {
   E2E_KEYS,
   e2eBootstrap,
   fakeContextOverflow,
+  isSummaryRequest,
   isTitleRequest,
+  memoryOf,
+  messageText,
+  summaryAnswer,
+  SUMMARY_NOTE,
   startFakeOpenAI,
   startPortal,
   startToolServer,
@@ -26,7 +31,6 @@ jest.setTimeout(90_000);
 
 const CONTEXT_WINDOW = 8_000;
 const COMPACT_AT = 0.5;
-const SUMMARY_NOTE = /^\[Summary of earlier conversation — turns 1–(\d+)\]/;
 
 type Handler = (request: FakeRequest) => FakeScript | Promise<FakeScript>;
 
@@ -37,38 +41,6 @@ const handlers = new Map<string, Handler>();
 /** Every chat request routed to a key, in order (summary calls included). */
 const routed = new Map<string, FakeRequest[]>();
 const conversations: E2EConversation[] = [];
-
-const text = (content: unknown): string =>
-  typeof content === 'string'
-    ? content
-    : Array.isArray(content)
-      ? content.map((p: { text?: string }) => p.text ?? '').join('')
-      : '';
-
-/** The summary call (SPEC 5.2): its system prompt, no tools. */
-const isSummaryRequest = (request: FakeRequest) =>
-  text(request.body?.messages?.[0]?.content).startsWith('You write the summary that replaces');
-
-/** A summary as the model would write it: the required heading, a request, a fact with its ref. */
-function summaryAnswer(request: FakeRequest): string {
-  const all = JSON.stringify(request.body.messages);
-  const heading =
-    /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(all)?.[1] ?? 'Summary of turns 1–1';
-  const ref = /\(ref:([A-Za-z0-9_-]+)\)/.exec(all)?.[1] ?? 'tr_0000000000000000';
-  return [
-    heading,
-    '## Requests',
-    '- Turn 1: look the figures up',
-    '## Decisions',
-    '- None.',
-    '## Work done',
-    '- Looked the figures up.',
-    '## Open work',
-    '- None.',
-    '## Facts',
-    `- Q3 revenue was $4.2M (ref:${ref})`,
-  ].join('\n');
-}
 
 const tag = (key: string) => `[k:${key}]`;
 
@@ -97,10 +69,6 @@ async function conversation(key: string, handler: Handler): Promise<E2EConversat
 
 const requestsOf = (key: string) => routed.get(key) ?? [];
 const turnRequestsOf = (key: string) => requestsOf(key).filter((r) => !isSummaryRequest(r));
-
-/** The messages after the system ones: the memory, then the turn. */
-const memoryOf = (request: FakeRequest) =>
-  (request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role !== 'system');
 
 beforeAll(async () => {
   fake = await startFakeOpenAI({ defaultResponder: route });
@@ -184,8 +152,8 @@ describe('compaction end to end', () => {
     expect(later.finish.status).toBe('completed');
     const request = turnRequestsOf('manual')[before];
     const memory = memoryOf(request);
-    expect(text(memory[0].content)).toMatch(SUMMARY_NOTE);
-    expect(text(memory[0].content)).toMatch(/ref:[A-Za-z0-9_-]+/);
+    expect(messageText(memory[0].content)).toMatch(SUMMARY_NOTE);
+    expect(messageText(memory[0].content)).toMatch(/ref:[A-Za-z0-9_-]+/);
     expect(JSON.stringify(memory)).not.toContain('Context summarised');
   });
 
@@ -254,7 +222,7 @@ describe('compaction end to end', () => {
   it('compacts mid-turn when the projected input crosses compactAt; the next call gets summary + tail', async () => {
     const chat = await conversation('auto', (request) => {
       const memory = memoryOf(request);
-      if (SUMMARY_NOTE.test(text(memory[0]?.content))) return 'Done after the summary.';
+      if (SUMMARY_NOTE.test(messageText(memory[0]?.content))) return 'Done after the summary.';
       return { toolCalls: [{ name: 'lookup', arguments: { query: `page ${memory.length}` } }] };
     });
     const { turnId, finish, events } = await chat.run(`Read every page ${tag('auto')}`);
@@ -270,8 +238,8 @@ describe('compaction end to end', () => {
     expect(at).toBeGreaterThan(1); // a few calls grew the input first
     const before = memoryOf(all[at - 1]);
     const after = memoryOf(all[at + 1]);
-    expect(SUMMARY_NOTE.test(text(before[0].content))).toBe(false);
-    expect(text(after[0].content)).toMatch(SUMMARY_NOTE);
+    expect(SUMMARY_NOTE.test(messageText(before[0].content))).toBe(false);
+    expect(messageText(after[0].content)).toMatch(SUMMARY_NOTE);
     // The summary, then the tail: at least TAIL_MESSAGES (4) verbatim, fewer than before.
     expect(after.length).toBeGreaterThanOrEqual(5);
     expect(after.length).toBeLessThan(before.length + 1);
@@ -290,7 +258,7 @@ describe('compaction end to end', () => {
     expect(events.some((e) => e.data.type === 'compaction_finished')).toBe(true);
     const kinds = requestsOf('overflow').map((r) => (isSummaryRequest(r) ? 'summary' : 'turn'));
     expect(kinds).toEqual(['turn', 'summary', 'turn']);
-    expect(text(memoryOf(requestsOf('overflow')[2])[0].content)).toMatch(SUMMARY_NOTE);
+    expect(messageText(memoryOf(requestsOf('overflow')[2])[0].content)).toMatch(SUMMARY_NOTE);
     const texts = (await chat.messages(turnId)).flatMap((m) => m.blocks as any[]).map((b) => b.text);
     expect(texts).toContain('Recovered.');
   });

@@ -1,16 +1,26 @@
 import IORedis, { type Redis } from 'ioredis';
 import { conversationEventsKey, type PortalEvent } from '@portal/contracts';
+import { inSpan, SpanKind, SPAN, traceparent } from '@portal/observability';
 
 export interface StoredEvent {
   id: string;
   event: PortalEvent;
+  /** The W3C traceparent of the span that published it, while tracing is on. */
+  trace?: string;
 }
 
-/** XADDs each ARGV after the first (the MINID to trim to) to KEYS[1], in order; returns their ids. */
+/**
+ * XADDs each ARGV after the second to KEYS[1], in order, with ARGV[2] (when not empty) as its
+ * traceparent; ARGV[1] is the MINID to trim to. Returns their ids.
+ */
 const APPEND_ALL_SCRIPT = `
 local ids = {}
-for i = 2, #ARGV do
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', ARGV[i])
+for i = 3, #ARGV do
+  if ARGV[2] == '' then
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', ARGV[i])
+  else
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', ARGV[i], 't', ARGV[2])
+  end
 end
 return ids`;
 
@@ -49,15 +59,32 @@ export class ConversationEvents {
    * on the stream wakes once for all of them.
    */
   async publishAll(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
+    if (events.length === 0) return [];
+    const attributes = {
+      'portal.conversation_id': conversationId,
+      'portal.events.types': events.map((event) => event.type),
+    };
+    return inSpan(
+      SPAN.eventsPublish,
+      attributes,
+      () => this.append(conversationId, events),
+      SpanKind.PRODUCER,
+    );
+  }
+
+  /** Each event carries the publishing span's traceparent, so the gateway's SSE send links to it. */
+  private async append(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
     const key = conversationEventsKey(this.prefix, conversationId);
     const minId = `${Date.now() - this.retentionMs}-0`;
     const fields = events.map((event) => JSON.stringify(event));
-    if (fields.length === 0) return [];
-    if (fields.length === 1)
-      return [(await this.writer.xadd(key, 'MINID', '~', minId, '*', 'e', fields[0]))!];
+    const trace = traceparent();
+    if (fields.length === 1) {
+      const traced = trace ? ['t', trace] : [];
+      return [(await this.writer.xadd(key, 'MINID', '~', minId, '*', 'e', fields[0], ...traced))!];
+    }
     // EVAL, not EVALSHA: a Redis that lost its scripts (a restart) cannot answer NOSCRIPT and
     // have the retry overtaken by the appends sent after it.
-    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, minId, ...fields)) as string[];
+    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, minId, trace ?? '', ...fields)) as string[];
   }
 
   /** Everything retained after `afterId` (exclusive), oldest first. */
@@ -150,5 +177,6 @@ export class ConversationEvents {
 }
 
 function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
-  return { id, event: JSON.parse(fields[1]) as PortalEvent };
+  const event = JSON.parse(fields[1]) as PortalEvent;
+  return fields[2] === 't' ? { id, event, trace: fields[3] } : { id, event };
 }

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { DelayedError, Queue, Worker, type Job as BullJob } from 'bullmq';
 import IORedis, { type Redis } from 'ioredis';
 import { JOB_QUEUE, QueueName, type JobData, type JobName } from '@portal/contracts';
+import { queueTelemetry } from '@portal/observability';
 import { JOB_OPTIONS, WORKER_OPTIONS, queueKeyPrefix } from './job-options';
 import type { JobContext } from './job-handler.decorator';
 import { runWithLogContext } from './observability/logger.util';
@@ -37,6 +38,8 @@ export class QueueService {
   private readonly workerConnections: Redis[] = [];
   private readonly shutdown = new AbortController();
   private readonly logger = new Logger('Queue');
+  /** While tracing is on, jobs carry the trace context of whoever added them (bullmq-otel). */
+  private readonly telemetry = queueTelemetry();
 
   /** With `metrics`, consumed jobs record `portal_job_wait_seconds` and `portal_job_duration_seconds`. */
   constructor(
@@ -62,6 +65,7 @@ export class QueueService {
         connection: this.connection,
         prefix: queueKeyPrefix(this.options.prefix, name),
         defaultJobOptions: JOB_OPTIONS[name],
+        telemetry: this.telemetry,
       });
       this.queues.set(name, queue);
     }
@@ -88,6 +92,7 @@ export class QueueService {
           connection,
           prefix: queueKeyPrefix(this.options.prefix, name),
           ...WORKER_OPTIONS[name],
+          telemetry: this.telemetry,
         },
       );
       worker.on('error', () => undefined); // connection errors are retried by ioredis; health reports them

@@ -6,3 +6,4 @@ export * from './redis.util';
 export * from './hostile';
 export * from './chaos';
 export * from './mcp';
+export * from './otlp';

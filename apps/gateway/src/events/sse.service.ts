@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { linksTo, SPAN, startSpan } from '@portal/observability';
 import { ConversationEvents } from '@portal/queue';
 import { eventView } from '../conversations/transcript.util';
 import { MetricsService } from '../metrics/metrics.service';
@@ -61,7 +62,16 @@ export class SseService implements OnModuleDestroy {
           const text = batch
             .map(({ id, event }) => `id: ${id}\ndata: ${JSON.stringify(eventView(event))}\n\n`)
             .join('');
-          if (!res.write(text)) await once(res, 'drain', { signal: abort.signal });
+          const span = startSpan(
+            SPAN.sseSend,
+            { 'portal.conversation_id': conversationId, 'portal.events.count': batch.length },
+            linksTo(batch.map((stored) => stored.trace)),
+          );
+          try {
+            if (!res.write(text)) await once(res, 'drain', { signal: abort.signal });
+          } finally {
+            span.end();
+          }
         }
       } catch (err) {
         if (!abort.signal.aborted)

@@ -206,6 +206,46 @@ export function isTitleRequest(request: FakeRequest): boolean {
   return first?.role === 'system' && String(first.content).startsWith('You name conversations');
 }
 
+/** A chat message's text, whether its content is a string or a list of parts. */
+export function messageText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  return Array.isArray(content) ? content.map((p: { text?: string }) => p.text ?? '').join('') : '';
+}
+
+/** The summary call (SPEC 5.2): its system prompt, no tools. */
+export function isSummaryRequest(request: FakeRequest): boolean {
+  return messageText(request.body?.messages?.[0]?.content).startsWith('You write the summary that replaces');
+}
+
+/** The note a replayed summary opens the memory with (SPEC 5.2). */
+export const SUMMARY_NOTE = /^\[Summary of earlier conversation — turns 1–(\d+)\]/;
+
+/** The messages after the system ones: the memory, then the turn. */
+export function memoryOf(request: FakeRequest): { role: string; content: unknown }[] {
+  return (request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role !== 'system');
+}
+
+/** A summary as the model would write it: the required heading, a request, a fact with its ref. */
+export function summaryAnswer(request: FakeRequest): string {
+  const all = JSON.stringify(request.body.messages);
+  const heading =
+    /Begin with exactly this line: (Summary of turns 1–\d+)/.exec(all)?.[1] ?? 'Summary of turns 1–1';
+  const ref = /\(ref:([A-Za-z0-9_-]+)\)/.exec(all)?.[1] ?? 'tr_0000000000000000';
+  return [
+    heading,
+    '## Requests',
+    '- Turn 1: look the figures up',
+    '## Decisions',
+    '- None.',
+    '## Work done',
+    '- Looked the figures up.',
+    '## Open work',
+    '- None.',
+    '## Facts',
+    `- Q3 revenue was $4.2M (ref:${ref})`,
+  ].join('\n');
+}
+
 /** A review call (SPEC 3): the output guardrail's check of one sentence. */
 export function isReviewRequest(request: FakeRequest): boolean {
   const first = request.body?.messages?.[0];
