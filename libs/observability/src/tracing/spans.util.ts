@@ -1,5 +1,6 @@
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
   SpanKind,
   SpanStatusCode,
@@ -13,10 +14,12 @@ import { isTracing } from './tracing-sdk.util';
 
 /** Our own spans' tracer; a no-op one until `startTracing` registered the SDK. */
 const tracer = () => trace.getTracer('portal');
+/** What `inSpan` hands `fn` with tracing off: records nothing. */
+const UNTRACED = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
-/** Span names of the portal's own work, one place for the names a trace search uses. */
 export { SpanKind };
 
+/** Span names of the portal's own work, one place for the names a trace search uses. */
 export const SPAN = {
   promptAssemble: 'prompt.assemble',
   modelCall: 'model.call',
@@ -44,6 +47,8 @@ export function inSpan<T>(
   fn: (span: Span) => T,
   kind: SpanKind = SpanKind.INTERNAL,
 ): T {
+  // With tracing off a turn does no tracing work at all, not even a no-op span's.
+  if (!isTracing()) return fn(UNTRACED);
   return tracer().startActiveSpan(name, { attributes, kind }, (span) => {
     let result: T;
     try {
@@ -83,12 +88,13 @@ export function markFailed(span: Span, err: unknown): void {
 
 /**
  * Reads `stream` with `span` active, so whatever the stream's producer does while it is read
- * (the model's HTTP request) belongs to that span.
+ * (the model's HTTP request) belongs to that span. With tracing off, `stream` itself.
  */
-export async function* readInSpan<T>(
-  span: Span,
-  stream: AsyncIterable<T>,
-): AsyncGenerator<T, void, undefined> {
+export function readInSpan<T>(span: Span, stream: AsyncIterable<T>): AsyncIterable<T> {
+  return isTracing() ? readActive(span, stream) : stream;
+}
+
+async function* readActive<T>(span: Span, stream: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
   const active = trace.setSpan(context.active(), span);
   const iterator = stream[Symbol.asyncIterator]();
   try {
