@@ -10,10 +10,12 @@ import {
   ApiClient,
   e2eModels,
   startFakeOpenAI,
+  startOtlpReceiver,
   startPortal,
   subscribeEvents,
   type EventSubscription,
   type FakeOpenAI,
+  type OtlpReceiver,
   type RunningPortal,
   type SseEvent,
 } from '@portal/testing';
@@ -39,6 +41,8 @@ import { buildServices } from './build.util';
  * transactions and row operations per turn (waits for the statistics to be flushed: +45 s);
  * `--profile` samples the gateway's and the orchestrator's CPU (cpu-profile.preload.js) and prints
  * where their CPU time went (the profiler slows them: read its latencies as such).
+ * `--tracing` runs it all twice, tracing off then on (every service exporting OTLP/HTTP protobuf
+ * to a receiver in this process), and prints the two side by side.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -52,6 +56,7 @@ const API_KEY = 'pk_bench_user_key';
 const TARGETS = { addedP50Ms: 15, addedP99Ms: 50, turnsPerSecond: 100 };
 const DB_STATS = process.argv.includes('--db');
 const PROFILE = process.argv.includes('--profile');
+const TRACING = process.argv.includes('--tracing');
 
 // --- Timing proxy in front of the fake model -------------------------------------------------
 
@@ -397,8 +402,18 @@ function orderProblems(samples: TurnSample[]): string[] {
   });
 }
 
-async function main(): Promise<void> {
-  buildServices();
+/** The figures a run with tracing off is compared on with one with tracing on. */
+interface Summary {
+  addedP50: number;
+  addedP99: number;
+  loadedP50: number;
+  turnsPerSecond: number;
+  /** CPU ms per turn under load of the gateway and the orchestrator. */
+  serviceCpu: number;
+}
+
+/** One whole run; with `receiver`, every service exports its spans to it. */
+async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
   const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: () => 'OK.' });
   const proxy = await startTimingProxy(fake.baseURL, describeCall);
   const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'portal-bench-prof-')) : null;
@@ -411,6 +426,7 @@ async function main(): Promise<void> {
     env: {
       RATE_LIMIT_PER_MINUTE: '1000000',
       SSE_MAX_PER_USER: '0',
+      ...(receiver && { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }),
       ...(profileDir && {
         NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile.preload.js')}`,
         BENCH_CPU_PROFILE_DIR: profileDir,
@@ -596,6 +612,18 @@ async function main(): Promise<void> {
         console.log(`    ${x.t.padEnd(28)}${cells.join('')}${x.w.toFixed(1).padStart(14)}`);
       }
     }
+    return {
+      addedP50: percentile(addedPerTurn, 50),
+      addedP99: percentile(addedPerTurn, 99),
+      loadedP50: percentile(
+        loaded.map((s) => s.latencyMs),
+        50,
+      ),
+      turnsPerSecond,
+      serviceCpu: loadCpu
+        .filter(([n]) => n === 'gateway' || n === 'turn-orchestrator')
+        .reduce((t, [, ms]) => t + ms, 0),
+    };
   } finally {
     for (const c of conversations) c.close();
     await pg.end().catch(() => undefined);
@@ -610,6 +638,34 @@ async function main(): Promise<void> {
     proxy.server.closeAllConnections();
     proxy.server.close();
     await fake.close();
+  }
+}
+
+async function main(): Promise<void> {
+  buildServices();
+  if (!TRACING) {
+    await bench(null);
+    return;
+  }
+  console.log('\n=== tracing off ===');
+  const off = await bench(null);
+  const receiver = await startOtlpReceiver();
+  try {
+    console.log('\n=== tracing on: OTLP/HTTP protobuf to a receiver in this process ===');
+    const on = await bench(receiver);
+    const exports = receiver.contentTypes.filter((t) => t.includes('protobuf')).length;
+    console.log(`\ntracing off vs on (${exports} OTLP exports received while on):`);
+    const W = 44;
+    console.log(`${''.padEnd(W)}${'off'.padStart(8)}${'on'.padStart(8)}${'on−off'.padStart(8)}`);
+    const line = (label: string, a: number, b: number) =>
+      console.log(`${label.padEnd(W)}${fmt(a)}${fmt(b)}${fmt(b - a)}`);
+    line('added per turn p50 (ms)', off.addedP50, on.addedP50);
+    line('added per turn p99 (ms)', off.addedP99, on.addedP99);
+    line('latency under load p50 (ms)', off.loadedP50, on.loadedP50);
+    line('throughput (turns/s)', off.turnsPerSecond, on.turnsPerSecond);
+    line('gateway + orchestrator CPU per turn (ms)', off.serviceCpu, on.serviceCpu);
+  } finally {
+    await receiver.close();
   }
 }
 

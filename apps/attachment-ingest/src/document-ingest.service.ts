@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AttachmentRepository, decodeText, PDF_TYPE, wholeTextChars, type PageText } from '@portal/dal';
+import { inSpan, SPAN } from '@portal/observability';
 import { INGEST_CONFIG, type IngestLimits } from './config';
 import type { IngestContext } from './ingest.types';
 import { UnreadableFileError } from './media/media.errors';
@@ -109,17 +110,18 @@ export class DocumentIngestService {
     const ask = () => {
       while (asked.length < source.lanes() + 1 && unasked <= pageCount) {
         const to = Math.min(unasked + Math.min(READ_AHEAD, pageBatch) - 1, pageCount);
-        const pages = source.read(unasked, to);
+        const pages = inSpan(SPAN.ingestPages, { 'portal.pages.from': unasked, 'portal.pages.to': to }, () =>
+          source.read(unasked, to),
+        );
         pages.catch(() => undefined); // awaited below, unless the loop stopped first
         asked.push({ from: unasked, pages });
         unasked = to + 1;
       }
     };
     const save = async (pages: PageText[], pagesRead: number, unreadable: number[]) => {
-      const manifest = await this.attachments.savePages(orgId, attachment.id, pages, {
-        pagesRead,
-        unreadablePages: unreadable,
-      });
+      const manifest = await inSpan(SPAN.ingestStore, { 'portal.pages.count': pages.length }, () =>
+        this.attachments.savePages(orgId, attachment.id, pages, { pagesRead, unreadablePages: unreadable }),
+      );
       if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
       if (performance.now() - publishedAt >= progressMs) {
         publishedAt = performance.now();
@@ -156,19 +158,21 @@ export class DocumentIngestService {
       }
     }
     await writing;
-    const manifest = await this.attachments.savePages(
-      orgId,
-      attachment.id,
-      batch,
-      {
-        status: 'finished',
-        error: null,
-        pagesRead: pageCount,
-        unreadablePages,
-        headings: headingsOf(texts),
-        chars: wholeTextChars(texts),
-      },
-      { lastPage: pageCount },
+    const manifest = await inSpan(SPAN.ingestStore, { 'portal.pages.count': batch.length }, () =>
+      this.attachments.savePages(
+        orgId,
+        attachment.id,
+        batch,
+        {
+          status: 'finished',
+          error: null,
+          pagesRead: pageCount,
+          unreadablePages,
+          headings: headingsOf(texts),
+          chars: wholeTextChars(texts),
+        },
+        { lastPage: pageCount },
+      ),
     );
     if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
     await ctx.publish(manifest);

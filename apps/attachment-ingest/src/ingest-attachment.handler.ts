@@ -2,6 +2,7 @@ import { Controller, Inject, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { QueueName, type JobData } from '@portal/contracts';
 import { AttachmentRepository, BLOB_STORE, type BlobStore, type ManifestPatch } from '@portal/dal';
+import { inSpan, SPAN } from '@portal/observability';
 import { addLogContext, BullMqContext, JOB_OPTIONS, PortalMetrics, UploadHandOff } from '@portal/queue';
 import { AttachmentEvents } from './attachment-events';
 import { DocumentIngestService } from './document-ingest.service';
@@ -73,8 +74,11 @@ export class IngestAttachmentHandler {
     // Finished or failed for good: the gateway's hand-off is no longer needed.
     let ended = false;
     try {
-      if (attachment.kind === 'picture') await this.pictures.read(ctx);
-      else await this.documents.read(ctx);
+      await inSpan(
+        SPAN.ingest,
+        { 'portal.attachment.kind': attachment.kind, 'portal.attachment_id': attachmentId },
+        () => (attachment.kind === 'picture' ? this.pictures.read(ctx) : this.documents.read(ctx)),
+      );
       timer();
       ended = true;
     } catch (err) {

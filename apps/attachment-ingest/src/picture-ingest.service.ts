@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { BLOB_STORE, PictureCopies, PictureRenderError, type BlobStore } from '@portal/dal';
+import { inSpan, SPAN } from '@portal/observability';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import type { IngestContext } from './ingest.types';
 import { ImageRepository } from './media/image.repository';
@@ -29,15 +30,17 @@ export class PictureIngestService {
     const { orgId, attachment } = ctx;
     const original = await ctx.original;
     if (!original) throw new UnreadableFileError('the uploaded file is missing');
-    const probe = await this.images.probe(original, { maxPixels: this.config.limits.maxPixels });
+    const probe = await inSpan(SPAN.ingestProbe, {}, () =>
+      this.images.probe(original, { maxPixels: this.config.limits.maxPixels }),
+    );
     const sizes = { originalWidth: probe.width, originalHeight: probe.height };
     const limits = visionLimitsFor(this.config.catalogue, ctx.model);
     // The copy first: the manifest never says `finished` before it is there.
-    const copy = await this.copies
-      .make({ orgId, attachmentId: attachment.id }, original, sizes, limits, probe.format)
-      .catch((err: unknown) => {
-        throw err instanceof PictureRenderError ? new UnreadableFileError(err.message) : err;
-      });
+    const copy = await inSpan(SPAN.ingestCopy, { 'portal.picture.format': probe.format }, () =>
+      this.copies.make({ orgId, attachmentId: attachment.id }, original, sizes, limits, probe.format),
+    ).catch((err: unknown) => {
+      throw err instanceof PictureRenderError ? new UnreadableFileError(err.message) : err;
+    });
     await ctx.report({
       status: 'finished',
       error: null,

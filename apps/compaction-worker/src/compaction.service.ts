@@ -43,6 +43,7 @@ import {
   type CompactionPromptInput,
   type Limits,
 } from '@portal/prompt';
+import { inSpan, SPAN } from '@portal/observability';
 import { addLogContext, JOB_OPTIONS, type BullMqContext, type ConversationEvents } from '@portal/queue';
 
 export interface CompactionServiceDeps {
@@ -113,12 +114,15 @@ export class CompactionService {
     this.leaseMs = deps.leaseMs ?? 30_000;
   }
 
-  async run(data: JobInput, context: BullMqContext): Promise<void> {
-    const turn = await new TurnRepository(this.deps.db).get(data.orgId, data.turnId);
-    if (!turn) throw new UnrecoverableError(`Turn ${data.turnId} not found`);
-    addLogContext({ conversationId: turn.conversationId });
-    if (data.trigger === 'AUTO') await this.auto(turn, data, context);
-    else await this.manual(turn, data, context);
+  run(data: JobInput, context: BullMqContext): Promise<void> {
+    const attributes = { 'portal.compaction.trigger': data.trigger, 'portal.turn_id': data.turnId };
+    return inSpan(SPAN.compaction, attributes, async () => {
+      const turn = await new TurnRepository(this.deps.db).get(data.orgId, data.turnId);
+      if (!turn) throw new UnrecoverableError(`Turn ${data.turnId} not found`);
+      addLogContext({ conversationId: turn.conversationId });
+      if (data.trigger === 'AUTO') await this.auto(turn, data, context);
+      else await this.manual(turn, data, context);
+    });
   }
 
   private async auto(turn: Turn, data: JobInput, context: BullMqContext): Promise<void> {

@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { QueueName } from '@portal/contracts';

@@ -10,6 +10,7 @@ import {
   openConversation,
   summaryAnswer,
   isTitleRequest,
+  SUMMARY_NOTE,
   startFakeOpenAI,
   startPortal,
   startToolServer,
@@ -27,8 +28,6 @@ import {
  */
 
 jest.setTimeout(90_000);
-
-const SUMMARY_NOTE = /^\[Summary of earlier conversation — turns 1–(\d+)\]/;
 
 type Handler = (request: FakeRequest) => FakeScript | Promise<FakeScript>;
 

@@ -4,6 +4,7 @@ import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { RedisClient } from '@portal/redis';
 import type { Observable } from 'rxjs';
 import { QUEUE_JOB, QueueName, type QueueJob } from '@portal/contracts';
+import { queueTelemetry } from '@portal/observability';
 import { JOB_OPTIONS, queueKeyPrefix, type QueueConnectionOptions } from './job-options';
 
 /** A job's payload with the options of this one job: its id (for de-duplication) or a delay. */
@@ -22,6 +23,8 @@ export class JobRecord<Q extends QueueName = QueueName> {
 export class BullMqClient extends ClientProxy implements OnApplicationShutdown {
   private readonly connection: RedisClient;
   private readonly queues = new Map<QueueName, Queue>();
+  /** While tracing is on, jobs carry the trace context of whoever added them (bullmq-otel). */
+  private readonly telemetry = queueTelemetry();
 
   constructor(private readonly options: QueueConnectionOptions) {
     super();
@@ -56,6 +59,7 @@ export class BullMqClient extends ClientProxy implements OnApplicationShutdown {
         connection: this.connection,
         prefix: queueKeyPrefix(this.options.prefix, name),
         defaultJobOptions: JOB_OPTIONS[name],
+        telemetry: this.telemetry,
       });
       this.queues.set(name, queue);
     }

@@ -9,6 +9,7 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { RedisClient } from '@portal/redis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import type { QueueName } from '@portal/contracts';
+import { queueTelemetry } from '@portal/observability';
 import { BullMqContext } from './bullmq.context';
 import { WORKER_OPTIONS, queueKeyPrefix, type QueueConnectionOptions } from './job-options';
 import { runWithLogContext } from './observability/logger.util';
@@ -54,6 +55,8 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
   private readonly connections: RedisClient[] = [];
   private readonly shutdown = new AbortController();
   private readonly listeners: Array<[string, WorkerEvents[string]]> = [];
+  /** While tracing is on, each job's handler runs in the trace of whoever added the job (bullmq-otel). */
+  private readonly telemetry = queueTelemetry();
 
   constructor(
     private readonly options: BullMqServerOptions,
@@ -76,6 +79,7 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
         connection,
         prefix: queueKeyPrefix(this.options.prefix, queue),
         ...WORKER_OPTIONS[queue],
+        telemetry: this.telemetry,
       });
       worker.on('error', () => undefined); // connection errors are retried by ioredis; health reports them
       worker.on('stalled', () => this.metrics?.jobsStalled.inc({ queue }));

@@ -1,19 +1,27 @@
 import type { RedisClient, RedisConnections } from '@portal/redis';
 import { conversationEventsChannel, conversationEventsKey, type PortalEvent } from '@portal/contracts';
+import { inSpan, SpanKind, SPAN, traceparent } from '@portal/observability';
 
 export interface StoredEvent {
   id: string;
   event: PortalEvent;
+  /** The W3C traceparent of the span that published it, while tracing is on. */
+  trace?: string;
 }
 
 /**
- * XADDs each ARGV after the second to KEYS[1] in order (trimming to the MINID in ARGV[2]), then
- * announces the newest id on the channel ARGV[1]; returns the ids.
+ * XADDs each ARGV after the third to KEYS[1] in order (trimming to the MINID in ARGV[2]), with
+ * ARGV[3] (when not empty) as its traceparent, then announces the newest id on the channel
+ * ARGV[1]; returns the ids.
  */
 const APPEND_ALL_SCRIPT = `
 local ids = {}
-for i = 3, #ARGV do
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i])
+for i = 4, #ARGV do
+  if ARGV[3] == '' then
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i])
+  else
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i], 't', ARGV[3])
+  end
 end
 redis.call('PUBLISH', ARGV[1], ids[#ids])
 return ids`;
@@ -46,13 +54,28 @@ export class ConversationEvents {
    */
   async publishAll(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
     if (events.length === 0) return [];
+    const attributes = {
+      'portal.conversation_id': conversationId,
+      'portal.events.types': events.map((event) => event.type),
+    };
+    return inSpan(
+      SPAN.eventsPublish,
+      attributes,
+      () => this.append(conversationId, events),
+      SpanKind.PRODUCER,
+    );
+  }
+
+  /** Each event carries the publishing span's traceparent, so the gateway's SSE send links to it. */
+  private async append(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
     const key = conversationEventsKey(this.prefix, conversationId);
     const channel = conversationEventsChannel(this.prefix, conversationId);
     const minId = `${Date.now() - this.retentionMs}-0`;
     const fields = events.map((event) => JSON.stringify(event));
     // EVAL, not EVALSHA: a Redis that lost its scripts (a restart) cannot answer NOSCRIPT and
     // have the retry overtaken by the appends sent after it.
-    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, channel, minId, ...fields)) as string[];
+    const trace = traceparent() ?? '';
+    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, channel, minId, trace, ...fields)) as string[];
   }
 
   /** Everything retained after `afterId` (exclusive), oldest first. */
@@ -109,5 +132,6 @@ export class ConversationEvents {
 }
 
 export function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {
-  return { id, event: JSON.parse(fields[1]) as PortalEvent };
+  const event = JSON.parse(fields[1]) as PortalEvent;
+  return fields[2] === 't' ? { id, event, trace: fields[3] } : { id, event };
 }

@@ -7,3 +7,4 @@ export * from './job-context.util';
 export * from './hostile';
 export * from './chaos';
 export * from './mcp';
+export * from './otlp';

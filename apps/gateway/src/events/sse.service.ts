@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { linksTo, SPAN, startSpan } from '@portal/observability';
 import { DomainError } from '@portal/domain';
 import { ConversationEventReader, type EventSubscription, type StoredEvent } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
@@ -91,7 +92,7 @@ export class SseService implements OnModuleDestroy {
     res.once('close', () => this.closed(stream));
     stream.subscription = this.reader.subscribe(conversationId, afterId, {
       // One write per batch the reader hands over, however many events it holds.
-      deliver: (events) => this.deliver(stream, frames(events)),
+      deliver: (events) => this.deliver(stream, conversationId, events),
       ready: () => drained(res),
       end: () => res.end(),
     });
@@ -103,8 +104,11 @@ export class SseService implements OnModuleDestroy {
     await this.reader.close();
   }
 
-  /** Writes `text` unless the client has left more than the limit unread: then drops it. */
-  private deliver(stream: OpenStream, text: string): void {
+  /**
+   * Writes the events unless the client has left more than the limit unread: then drops it. The
+   * write's span links to the publications of the events it carries.
+   */
+  private deliver(stream: OpenStream, conversationId: string, events: StoredEvent[]): void {
     const { res } = stream;
     if (!writable(res)) return;
     if (res.writableLength > this.config.maxBufferBytes) {
@@ -113,7 +117,16 @@ export class SseService implements OnModuleDestroy {
       res.destroy();
       return;
     }
-    res.write(text);
+    const span = startSpan(
+      SPAN.sseSend,
+      { 'portal.conversation_id': conversationId, 'portal.events.count': events.length },
+      linksTo(events.map((stored) => stored.trace)),
+    );
+    try {
+      res.write(frames(events));
+    } finally {
+      span.end();
+    }
   }
 
   private closed(stream: OpenStream): void {

@@ -17,7 +17,8 @@ import {
   type ToolUseBlock,
 } from '@portal/domain';
 import { priceUsage, type ChatRequest, type ModelEntry, type TokenUsage } from '@portal/model';
-import { assemblePrompt, type AssembledPrompt } from '@portal/prompt';
+import { inSpan, SPAN } from '@portal/observability';
+import { assemblePrompt, type AssembledPrompt, type AssembleInput } from '@portal/prompt';
 import { addLogContext } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
@@ -221,7 +222,7 @@ export class TurnRunner {
     if (countCalls(input.messages) >= this.config.limits.MAX_CALLS_PER_TURN) {
       return this.fail(held, 'max_calls_reached');
     }
-    let prompt = assemblePrompt(input.assemble);
+    let prompt = tracedAssemble(input.assemble);
     if (await this.gate.beforeCall(held, input, prompt, signal))
       ({ input, prompt } = await this.reassemble(held));
     let outcome = await this.send(held, input, prompt, signal);
@@ -278,7 +279,7 @@ export class TurnRunner {
   /** The turn as stored now (a compaction block added) and its prompt. */
   private async reassemble(held: HeldTurn): Promise<{ input: TurnPromptInput; prompt: AssembledPrompt }> {
     const input = await this.loader.load(held.orgId, held.turn, this.promptOptions);
-    return { input, prompt: assemblePrompt(input.assemble) };
+    return { input, prompt: tracedAssemble(input.assemble) };
   }
 
   private send(
@@ -345,7 +346,11 @@ export class TurnRunner {
       userId: input.conversation.userId,
       signal,
     };
-    const run = await tool.executor.run(parsed.args, ctx, use);
+    const run = await inSpan(SPAN.toolCall, { 'portal.tool.name': use.name }, async (span) => {
+      const done = await tool.executor.run(parsed.args, ctx, use);
+      span.setAttribute('portal.tool.outcome', 'pause' in done ? 'paused' : done.outcome);
+      return done;
+    });
     return 'pause' in run ? this.pause(held, run.pause) : this.result(held, use, run);
   }
 
@@ -404,6 +409,16 @@ export class TurnRunner {
     await this.turns.releaseLease(orgId, turn.id, owner).catch(() => undefined);
     throw err;
   }
+}
+
+/** The prompt of one model call, traced with its projected tokens in all and per layer. */
+function tracedAssemble(input: AssembleInput): AssembledPrompt {
+  return inSpan(SPAN.promptAssemble, {}, (span) => {
+    const prompt = assemblePrompt(input);
+    span.setAttribute('portal.prompt.tokens', prompt.totalTokens);
+    for (const { layer, tokens } of prompt.layers) span.setAttribute(`portal.prompt.${layer}_tokens`, tokens);
+    return prompt;
+  });
 }
 
 /** The usage row of a call on the turn's model (it sets `contextTokens` too), once per call. */

@@ -1,3 +1,4 @@
+import { markFailed, readInSpan, SPAN, startSpan } from '@portal/observability';
 import type { PortalMetrics } from './portal-metrics.service';
 
 /** What a model stream's last event carries (structurally @portal/model's `done`). */
@@ -14,7 +15,9 @@ export type ModelCallKind = 'turn' | 'summary' | 'compaction' | 'review';
 /**
  * Passes a model stream through unchanged, recording the call's duration
  * (`portal_model_call_duration_seconds`) and the tokens its `done` event reports
- * (`portal_model_tokens_total`). Wrap one attempt: `observeModelCall(metrics, labels, streamChat(…))`.
+ * (`portal_model_tokens_total`), and tracing it as a `model.call` span with the model, the kind,
+ * the tokens and the time to the first token. Wrap one attempt:
+ * `observeModelCall(metrics, labels, streamChat(…))`.
  */
 export async function* observeModelCall<E extends StreamEvent>(
   metrics: PortalMetrics,
@@ -22,9 +25,20 @@ export async function* observeModelCall<E extends StreamEvent>(
   stream: AsyncIterable<E>,
 ): AsyncGenerator<E, void, undefined> {
   const stop = metrics.modelCallDuration.startTimer(labels);
+  const span = startSpan(SPAN.modelCall, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.request.model': labels.model,
+    'portal.model.kind': labels.kind,
+  });
+  const started = performance.now();
+  let firstToken = true;
   let outcome = 'error';
   try {
-    for await (const event of stream) {
+    for await (const event of readInSpan(span, stream)) {
+      if (firstToken && event.type !== 'done') {
+        firstToken = false;
+        span.setAttribute('portal.model.time_to_first_token_ms', Math.round(performance.now() - started));
+      }
       if (event.type === 'done') {
         outcome = 'ok';
         const usage = event.result?.usage;
@@ -32,11 +46,20 @@ export async function* observeModelCall<E extends StreamEvent>(
           metrics.modelTokens.inc({ ...labels, direction: 'input' }, usage.inputTokens);
           metrics.modelTokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);
           metrics.modelTokens.inc({ ...labels, direction: 'cached' }, usage.cachedTokens);
+          span.setAttributes({
+            'gen_ai.usage.input_tokens': usage.inputTokens,
+            'gen_ai.usage.output_tokens': usage.outputTokens,
+            'portal.model.cached_tokens': usage.cachedTokens,
+          });
         }
       }
       yield event;
     }
+  } catch (err) {
+    markFailed(span, err);
+    throw err;
   } finally {
     stop({ outcome });
+    span.end();
   }
 }

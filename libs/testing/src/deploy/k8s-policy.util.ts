@@ -1,3 +1,4 @@
+import { parse } from 'yaml';
 import { APPS, WORKERS, type App, type Doc, type Worker } from './deploy.util';
 
 /** What the code says the manifests must match (read by the spec from apps/ and libs/). */
@@ -239,6 +240,65 @@ function autoscalingProblems(docs: Doc[], facts: PortalFacts, configMaps: Map<st
     if (!metrics.some((m) => m.type === 'Resource' && m.resource?.name === 'cpu')) {
       problems.push(`HorizontalPodAutoscaler/${hpa.metadata?.name}: no CPU metric`);
     }
+  }
+  return problems;
+}
+
+/**
+ * The tracing component's wiring: the services' OTLP endpoint is the collector's Service and the
+ * port its OTLP/HTTP receiver listens on; the collector reads the config the ConfigMap mounts,
+ * every pipeline names only defined parts, and its probes hit the health_check extension.
+ */
+export function tracingProblems(docs: Doc[]): string[] {
+  const problems: string[] = [];
+  const configMaps = new Map<string, Doc>(byKind(docs, 'ConfigMap').map((d) => [d.metadata.name, d]));
+  const collector = byKind(docs, 'Deployment').find((d) => d.metadata?.name === 'otel-collector');
+  const service = byKind(docs, 'Service').find((s) => s.metadata?.name === 'otel-collector');
+  if (!collector || !service) return ['Deployment and Service otel-collector: missing'];
+  const pod = collector.spec.template.spec;
+  const container = pod.containers[0];
+  const configArg = (container.args ?? []).find((a: string) => a.startsWith('--config='))?.slice(9) ?? '';
+  const mount = (container.volumeMounts ?? []).find((m: Doc) => configArg.startsWith(`${m.mountPath}/`));
+  const volume = (pod.volumes ?? []).find((v: Doc) => v.name === mount?.name);
+  const text = configMaps.get(volume?.configMap?.name)?.data?.[
+    configArg.slice((mount?.mountPath ?? '').length + 1)
+  ];
+  if (!text) return [`Deployment/otel-collector: --config=${configArg} is in no mounted ConfigMap`];
+  const config = parse(text) as Doc;
+
+  for (const [name, pipeline] of Object.entries((config.service?.pipelines ?? {}) as Record<string, Doc>)) {
+    for (const part of ['receivers', 'processors', 'exporters']) {
+      for (const id of (pipeline[part] ?? []) as string[]) {
+        if (!config[part]?.[id]) problems.push(`collector pipeline ${name}: ${part} ${id} is not defined`);
+      }
+    }
+  }
+  const portOf = (endpoint: unknown) => Number(/:(\d+)$/.exec(String(endpoint))?.[1]);
+  const containerPort = (name: unknown) =>
+    typeof name === 'number'
+      ? name
+      : (container.ports ?? []).find((p: Doc) => p.name === name)?.containerPort;
+
+  const receiverPort = portOf(config.receivers?.otlp?.protocols?.http?.endpoint);
+  const servicePort = (service.spec.ports ?? []).find(
+    (p: Doc) => containerPort(p.targetPort) === receiverPort,
+  );
+  if (!servicePort)
+    problems.push(`Service/otel-collector: no port targets the OTLP/HTTP receiver (${receiverPort})`);
+  const endpoint = configMaps.get('portal-env')?.data?.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const url = endpoint ? new URL(endpoint) : null;
+  if (!url || url.hostname !== 'otel-collector' || Number(url.port) !== servicePort?.port) {
+    problems.push(
+      `portal-env: OTEL_EXPORTER_OTLP_ENDPOINT ${endpoint} is not the collector's OTLP/HTTP port`,
+    );
+  }
+
+  const healthPort = portOf(config.extensions?.health_check?.endpoint);
+  if (!(config.service?.extensions ?? []).includes('health_check'))
+    problems.push('collector: health_check is off');
+  for (const probe of ['livenessProbe', 'readinessProbe']) {
+    if (containerPort(container[probe]?.httpGet?.port) !== healthPort)
+      problems.push(`Deployment/otel-collector: ${probe} does not probe health_check (${healthPort})`);
   }
   return problems;
 }

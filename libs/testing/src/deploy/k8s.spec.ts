@@ -4,10 +4,11 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { QueueName } from '@portal/contracts';
 import { parseCatalogue } from '@portal/model';
+import { readTracingConfig } from '@portal/observability';
 import { queueKeyPrefix, WORKER_OPTIONS } from '@portal/queue';
 import { APPS, defaultPort, ROOT, shutdownDeadlineMs, WORKERS, type Doc, type Worker } from './deploy.util';
 import { manifestProblems, schemaProblems, unknownFieldProblems } from './k8s-schema.util';
-import { portalProblems, type PortalFacts } from './k8s-policy.util';
+import { portalProblems, tracingProblems, type PortalFacts } from './k8s-policy.util';
 import { kubectlKustomize, normalizeKustomizeOutput, renderKustomization } from './kustomize.util';
 
 const K8S = path.join(ROOT, 'k8s');
@@ -33,7 +34,7 @@ const find = (docs: Doc[], kind: string, name: string) =>
   docs.find((d) => d.kind === kind && d.metadata?.name === name) as Doc;
 
 /** An overlay of the base plus one autoscaling component, written to a temporary folder. */
-function overlayWith(component: 'keda' | 'hpa' | 'monitoring'): string {
+function overlayWith(component: 'keda' | 'hpa' | 'monitoring' | 'tracing'): string {
   const dir = mkdtempSync(path.join(tmpdir(), `k8s-${component}-`));
   const rel = (to: string) => path.relative(dir, path.join(K8S, to));
   writeFileSync(
@@ -50,9 +51,10 @@ describe('k8s manifests', () => {
     'base + components/keda': overlayWith('keda'),
     'base + components/hpa': overlayWith('hpa'),
     'base + components/monitoring': overlayWith('monitoring'),
+    'base + components/tracing': overlayWith('tracing'),
   };
   afterAll(() => {
-    for (const name of ['base + components/keda', 'base + components/hpa', 'base + components/monitoring'])
+    for (const name of Object.keys(dirs).filter((n) => n.includes('components/')))
       rmSync(dirs[name], { recursive: true });
   });
   const example = renderKustomization(dirs['overlays/example']);
@@ -62,6 +64,7 @@ describe('k8s manifests', () => {
     'base + components/keda': renderKustomization(dirs['base + components/keda']),
     'base + components/hpa': renderKustomization(dirs['base + components/hpa']),
     'base + components/monitoring': renderKustomization(dirs['base + components/monitoring']),
+    'base + components/tracing': renderKustomization(dirs['base + components/tracing']),
   };
 
   it.each(Object.keys(renders))(
@@ -102,6 +105,26 @@ describe('k8s manifests', () => {
       // Keys committed to git are public: a bootstrap file with users belongs in a Secret.
       expect(bootstrap.orgs.flatMap((org: Doc) => org.users ?? [])).toEqual([]);
     }
+  });
+
+  it('the tracing component runs a collector and points every service at it over OTLP/HTTP', () => {
+    const docs = renders['base + components/tracing'];
+    expect(tracingProblems(docs)).toEqual([]);
+    const env = find(docs, 'ConfigMap', 'portal-env').data;
+    expect(env.PORTAL_PREFIX).toBe('portal'); // merged into, not replaced
+    for (const app of APPS) {
+      const container = find(docs, 'Deployment', app).spec.template.spec.containers[0];
+      expect(container.envFrom).toContainEqual({ configMapRef: { name: 'portal-env' } });
+      expect(readTracingConfig(env, app)).toEqual({
+        enabled: true,
+        serviceName: app,
+        protocol: 'http/protobuf',
+      });
+    }
+    // Without the component, nothing is traced.
+    expect(readTracingConfig(find(renders.base, 'ConfigMap', 'portal-env').data, 'gateway')).toEqual({
+      enabled: false,
+    });
   });
 
   it.each(Object.keys(renders))(
@@ -188,6 +211,21 @@ describe('k8s manifests', () => {
       expect(problems).toMatch(/prioritized is not a BullMQ list/);
       expect(problems).toMatch(/target 50 is not the worker's concurrency 2/);
       expect(problems).toMatch(/Secret\/portal-secrets: no Secret may be committed/);
+    });
+
+    it('a collector on another port than the services send to, and a pipeline naming an undefined part', () => {
+      const docs = clone(renders['base + components/tracing']);
+      find(docs, 'ConfigMap', 'portal-env').data.OTEL_EXPORTER_OTLP_ENDPOINT = 'http://otel-collector:4317';
+      const collectorConfig = find(docs, 'ConfigMap', 'otel-collector-config');
+      collectorConfig.data['config.yaml'] = collectorConfig.data['config.yaml'].replace(
+        'exporters: [otlphttp/backend]',
+        'exporters: [otlphttp/elsewhere]',
+      );
+      const problems = tracingProblems(docs).join('\n');
+      expect(problems).toMatch(
+        /OTEL_EXPORTER_OTLP_ENDPOINT http:\/\/otel-collector:4317 is not the collector's/,
+      );
+      expect(problems).toMatch(/exporters otlphttp\/elsewhere is not defined/);
     });
 
     it('a PORTAL_PREFIX that the queue triggers do not follow, and a missing ConfigMap', () => {

@@ -47,6 +47,9 @@ export function summaryAnswer(request: FakeRequest): string {
   ].join('\n');
 }
 
+/** The note a replayed summary opens the memory with (SPEC 5.2). */
+export const SUMMARY_NOTE = /^\[Summary of earlier conversation — turns 1–(\d+)\]/;
+
 /** The messages after the system ones: the memory, then the turn. */
 export const memoryOf = (request: FakeRequest) =>
   (request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role !== 'system');

@@ -1,0 +1,3 @@
+export * from './tracing/tracing-config.util';
+export * from './tracing/tracing-sdk.util';
+export * from './tracing/spans.util';
