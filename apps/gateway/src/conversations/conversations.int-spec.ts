@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { BlockRepository } from '@portal/dal';
+import { BlockRepository, TurnRepository, UsageRepository } from '@portal/dal';
 import type { Block } from '@portal/domain';
 import {
   newConversation,
@@ -49,8 +49,57 @@ describe('conversations', () => {
       id,
       agentId: 'researcher',
       title: null,
-      turns: [{ id: turnId, n: 1, kind: 'turn', status: 'queued', effort: 'medium' }],
+      turns: [
+        {
+          id: turnId,
+          n: 1,
+          kind: 'turn',
+          status: 'queued',
+          effort: 'medium',
+          error: null,
+          model: 'seeing',
+          contextTokens: null,
+          usage: { inputTokens: 0, outputTokens: 0, cachedTokens: 0, cost: 0 },
+        },
+      ],
     });
+  });
+
+  it("keeps a failed turn's reason, context size and summed usage after a reload", async () => {
+    const id = await newConversation(gw);
+    const failedId = await openTurn(gw, id, 'first');
+    const usage = new UsageRepository(gw.db.dataSource);
+    for (const [inputTokens, cost] of [
+      [1000, 0.0012],
+      [1500, 0.0017],
+    ]) {
+      await usage.add('acme', {
+        turnId: failedId,
+        kind: 'turn',
+        model: 'seeing',
+        inputTokens,
+        outputTokens: 100,
+        cachedTokens: 800,
+        cost,
+      });
+    }
+    await new TurnRepository(gw.db.dataSource).updateStatus('acme', failedId, 'failed', {
+      error: 'model_error: the provider answered 503',
+      contextTokens: 1500,
+    });
+    const nextId = await openTurn(gw, id, 'second');
+
+    const { body } = await gw.call('GET', `/v1/conversations/${id}`);
+    expect(body.turns).toEqual([
+      expect.objectContaining({
+        id: failedId,
+        status: 'failed',
+        error: 'model_error: the provider answered 503',
+        contextTokens: 1500,
+        usage: { inputTokens: 2500, outputTokens: 200, cachedTokens: 1600, cost: expect.closeTo(0.0029, 10) },
+      }),
+      expect.objectContaining({ id: nextId, status: 'queued', error: null }),
+    ]);
   });
 
   it('shows the transcript with summaries stripped of their references', async () => {

@@ -1,5 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { BlockRepository, ConversationRepository, TurnRepository } from '@portal/dal';
+import {
+  BlockRepository,
+  ConversationRepository,
+  TurnRepository,
+  UsageRepository,
+  type UsageTotals,
+} from '@portal/dal';
 import { DomainError, type Turn } from '@portal/domain';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
@@ -12,12 +18,23 @@ export interface ConversationSummary {
   updatedAt: string;
 }
 
+/**
+ * A turn as the conversation lists it: API.md's fields, then what a client shows with each turn
+ * without one request per turn (why it failed, its context size, its usage summed).
+ */
+export type ConversationTurnView = Pick<
+  Turn,
+  'id' | 'n' | 'kind' | 'status' | 'effort' | 'error' | 'model' | 'contextTokens'
+> & { usage: UsageTotals };
+
 export interface ConversationView {
   id: string;
   agentId: string;
   title: string | null;
-  turns: Pick<Turn, 'id' | 'n' | 'kind' | 'status' | 'effort'>[];
+  turns: ConversationTurnView[];
 }
+
+const NO_USAGE: UsageTotals = { inputTokens: 0, outputTokens: 0, cachedTokens: 0, cost: 0 };
 
 @Injectable()
 export class ConversationsService {
@@ -26,6 +43,7 @@ export class ConversationsService {
     @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
     @Inject(TurnRepository) private readonly turns: TurnRepository,
     @Inject(BlockRepository) private readonly blocks: BlockRepository,
+    @Inject(UsageRepository) private readonly usage: UsageRepository,
   ) {}
 
   async create(caller: Principal, agentId: string): Promise<{ id: string }> {
@@ -46,12 +64,25 @@ export class ConversationsService {
 
   async get(caller: Principal, conversationId: string): Promise<ConversationView> {
     const conversation = await this.owned.conversation(caller, conversationId);
-    const turns = await this.turns.listForConversation(caller.orgId, conversation.id);
+    const [turns, usage] = await Promise.all([
+      this.turns.listForConversation(caller.orgId, conversation.id),
+      this.usage.totalsForConversation(caller.orgId, conversation.id),
+    ]);
     return {
       id: conversation.id,
       agentId: conversation.agentId,
       title: conversation.title,
-      turns: turns.map(({ id, n, kind, status, effort }) => ({ id, n, kind, status, effort })),
+      turns: turns.map(({ id, n, kind, status, effort, error, model, contextTokens }) => ({
+        id,
+        n,
+        kind,
+        status,
+        effort,
+        error,
+        model,
+        contextTokens,
+        usage: usage.get(id) ?? NO_USAGE,
+      })),
     };
   }
 

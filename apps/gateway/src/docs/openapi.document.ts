@@ -138,7 +138,8 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       'The HTTP API of the portal turn engine. JSON everywhere; lists are plain arrays; errors are ' +
       '`{ "error": { "code", "message" } }`. Every call but health, metrics and these docs needs ' +
       '`Authorization: Bearer <apiKey>`. Additions to API.md: error codes `request_not_pending` and ' +
-      '`conflict` (409); agents show their bound skills as `skills` (slugs); turns show `kind`; ' +
+      '`conflict` (409); agents show their bound skills as `skills` (slugs); turns show `kind`, and a ' +
+      "conversation's turns also their `error`, `model`, `contextTokens` and summed `usage`; " +
       'request answers and cancel answer `{ turnId, status }`.',
   },
   components: {
@@ -216,6 +217,13 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
             kind: { type: 'string', enum: ['turn', 'compaction'] },
             status: turnStatus,
             effort: str,
+            error: { type: ['string', 'null'], description: 'why a failed or cut-off turn ended' },
+            model: str,
+            contextTokens: { type: ['integer', 'null'] },
+            usage: {
+              ...object({ inputTokens: int, outputTokens: int, cachedTokens: int, cost: { type: 'number' } }),
+              description: "the turn's usage rows summed (0 without any); cost in USD",
+            },
           }),
         },
       }),
