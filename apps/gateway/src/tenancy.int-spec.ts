@@ -47,6 +47,7 @@ const turnProbes: Probe[] = [
   ['GET', (id) => `/v1/turns/${id}/trace`],
   ['POST', (id) => `/v1/turns/${id}/requests/${own.request}`, { answer: 'x' }],
   ['POST', (id) => `/v1/turns/${id}/cancel`],
+  ['POST', (id) => `/v1/turns/${id}/retry`],
 ];
 
 /** The same answer as for a missing id: 404 not_found, the message differing only by the id. */

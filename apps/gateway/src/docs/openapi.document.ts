@@ -461,6 +461,16 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         responses: { 202: ok('Accepted', ref('TurnAck')), ...errors(404) },
       }),
     },
+    '/v1/turns/{id}/retry': {
+      post: op('Retry the latest turn after it failed or was cut off', {
+        description:
+          "Opens a new turn with the same person's message (text, attachments, the turn's effort), checked " +
+          'and queued like any message. `retry_refused` (409) for any other turn or ending, or once another ' +
+          'turn was opened.',
+        parameters: [turnId],
+        responses: { 202: ok('Accepted', object({ turnId: str })), ...errors(404, 409, 422) },
+      }),
+    },
     '/health/live': { get: op('Liveness', { security: [], responses: { 200: ok('Alive') } }) },
     '/health/ready': {
       get: op('Readiness: database and Redis', {
