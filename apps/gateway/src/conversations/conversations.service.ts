@@ -86,6 +86,12 @@ export class ConversationsService {
     };
   }
 
+  async rename(caller: Principal, conversationId: string, title: string): Promise<ConversationView> {
+    const conversation = await this.owned.conversation(caller, conversationId);
+    await this.conversations.rename(caller.orgId, caller.userId, conversation.id, title);
+    return this.get(caller, conversation.id);
+  }
+
   async messages(caller: Principal, conversationId: string): Promise<MessageView[]> {
     const conversation = await this.owned.conversation(caller, conversationId);
     const messages = await this.blocks.listConversationMessages(caller.orgId, conversation.id);

@@ -369,6 +369,14 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         parameters: [conversationId],
         responses: { 200: ok('The conversation', ref('Conversation')), ...errors(404) },
       }),
+      patch: op('Rename a conversation (its owner)', {
+        parameters: [conversationId],
+        requestBody: {
+          required: true,
+          content: json(object({ title: { type: 'string', minLength: 1, maxLength: 200 } })),
+        },
+        responses: { 200: ok('The conversation', ref('Conversation')), ...errors(400, 404) },
+      }),
     },
     '/v1/conversations/{id}/messages': {
       get: op('The transcript for display (summaries without references)', {

@@ -94,13 +94,27 @@ export class ConversationRepository {
     );
   }
 
-  async setTitle(orgId: string, conversationId: string, title: string): Promise<void> {
+  /**
+   * The summary call's name for the conversation, only while it has none: a person's rename made
+   * during that call is kept.
+   */
+  async nameIfUntitled(orgId: string, conversationId: string, title: string): Promise<void> {
     if (!isUuid(conversationId)) return;
     // A title does not make the conversation "recently updated": keep updated_at as it is.
-    await this.em.query(`UPDATE conversations SET title = $3 WHERE org_id = $1 AND id = $2`, [
-      orgId,
-      conversationId,
-      title,
-    ]);
+    await this.em.query(
+      `UPDATE conversations SET title = $3 WHERE org_id = $1 AND id = $2 AND title IS NULL`,
+      [orgId, conversationId, title],
+    );
+  }
+
+  /** The owner's rename; false when the conversation is not the user's. */
+  async rename(orgId: string, userId: string, conversationId: string, title: string): Promise<boolean> {
+    if (!isUuid(conversationId)) return false;
+    // As for a generated title, updated_at stays: a rename does not reorder the list.
+    const [, affected]: [unknown, number] = await this.em.query(
+      `UPDATE conversations SET title = $4 WHERE org_id = $1 AND user_id = $2 AND id = $3`,
+      [orgId, userId, conversationId, title],
+    );
+    return affected > 0;
   }
 }
