@@ -37,6 +37,7 @@ type Probe = [method: string, path: (id: string) => string, body?: unknown];
 const conversationProbes: Probe[] = [
   ['GET', (id) => `/v1/conversations/${id}`],
   ['PATCH', (id) => `/v1/conversations/${id}`, { title: 'Renamed' }],
+  ['DELETE', (id) => `/v1/conversations/${id}`],
   ['GET', (id) => `/v1/conversations/${id}/messages`],
   ['POST', (id) => `/v1/conversations/${id}/messages`, { text: 'hi' }],
   ['GET', (id) => `/v1/conversations/${id}/events`],

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Inject, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
 import { z } from 'zod';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
@@ -42,6 +42,12 @@ export class ConversationsController {
     @Body(new ZodBody(renameConversationSchema)) body: z.output<typeof renameConversationSchema>,
   ): Promise<ConversationView> {
     return this.conversations.rename(caller, id, body.title);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  delete(@Caller() caller: Principal, @Param('id') id: string): Promise<void> {
+    return this.conversations.delete(caller, id);
   }
 
   @Get(':id/messages')
