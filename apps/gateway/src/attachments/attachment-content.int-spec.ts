@@ -53,6 +53,7 @@ describe('GET /v1/attachments/:id/content', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('image/jpeg');
     expect(res.headers.get('cache-control')).toBe('private, max-age=86400');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     const meta = await sharp(res.bytes).metadata();
     expect({ format: meta.format, width: meta.width, height: meta.height, exif: meta.exif }).toEqual({
       format: 'jpeg',
