@@ -167,6 +167,24 @@ describe('GET /docs', () => {
     ]) {
       expect(doc.body.paths).toHaveProperty([path]);
     }
+    for (const [method, path] of [
+      ['get', '/v1/conversations'],
+      ['patch', '/v1/conversations/{id}'],
+      ['delete', '/v1/conversations/{id}'],
+      ['post', '/v1/turns/{id}/retry'],
+      ['get', '/v1/attachments/{id}/content'],
+    ]) {
+      expect(doc.body.paths[path]).toHaveProperty([method]);
+    }
+    expect(doc.body.paths['/v1/conversations'].get.parameters).toEqual([
+      expect.objectContaining({ name: 'q' }),
+    ]);
+    expect(doc.body.components.schemas.Conversation.properties.turns.items.required).toEqual(
+      expect.arrayContaining(['error', 'usage']),
+    );
+    expect(doc.body.components.schemas.Error.properties.error.properties.code.enum).toContain(
+      'retry_refused',
+    );
     expect(doc.body.paths).not.toHaveProperty(['/v1/admin/session']);
     expect(doc.body.components.schemas.Me.properties.via.enum).toEqual(['apiKey', 'oidc']);
     const ui = await fetch(`${gw.url}/docs`);
