@@ -167,9 +167,79 @@ describe('GET /docs', () => {
     ]) {
       expect(doc.body.paths).toHaveProperty([path]);
     }
+    for (const [method, path] of [
+      ['get', '/v1/conversations'],
+      ['patch', '/v1/conversations/{id}'],
+      ['delete', '/v1/conversations/{id}'],
+      ['post', '/v1/turns/{id}/retry'],
+      ['get', '/v1/attachments/{id}/content'],
+    ]) {
+      expect(doc.body.paths[path]).toHaveProperty([method]);
+    }
+    expect(doc.body.paths['/v1/conversations'].get.parameters).toEqual([
+      expect.objectContaining({ name: 'q' }),
+    ]);
+    expect(doc.body.components.schemas.Conversation.properties.turns.items.required).toEqual(
+      expect.arrayContaining(['error', 'usage']),
+    );
+    expect(doc.body.components.schemas.Error.properties.error.properties.code.enum).toContain(
+      'retry_refused',
+    );
     expect(doc.body.paths).not.toHaveProperty(['/v1/admin/session']);
     expect(doc.body.components.schemas.Me.properties.via.enum).toEqual(['apiKey', 'oidc']);
     const ui = await fetch(`${gw.url}/docs`);
     expect(ui.status).toBe(200);
+  });
+});
+
+describe('security headers', () => {
+  it('go with every answer: API, errors, probes and the web client', async () => {
+    const answers = await Promise.all([
+      gw.call('GET', '/v1/me'),
+      gw.call('GET', '/v1/me', { as: null }),
+      gw.call('GET', '/v1/nothing-here'),
+      gw.call('GET', '/health/live', { as: null }),
+      gw.call('GET', '/', { as: null }),
+      gw.call('GET', '/c/00000000-0000-0000-0000-000000000000', { as: null }),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([200, 401, 404, 200, 200, 200]);
+    for (const { headers } of answers) {
+      const csp = headers.get('content-security-policy') ?? '';
+      expect(csp.split(';').map((d) => d.trim())).toEqual(
+        expect.arrayContaining([
+          "default-src 'self'",
+          "script-src 'self'",
+          "style-src 'self'",
+          "object-src 'none'",
+          "frame-ancestors 'none'",
+        ]),
+      );
+      expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
+      expect(headers.get('x-content-type-options')).toBe('nosniff');
+      expect(headers.get('x-frame-options')).toBe('DENY');
+      expect(headers.get('referrer-policy')).toBe('no-referrer');
+    }
+  });
+
+  it('find no inline script or style in the web client, which the policy would block', async () => {
+    const html = (await gw.call('GET', '/', { as: null })).body as string;
+    expect(html).toContain('<script src="/app.js"');
+    expect(html.match(/<script\b[^>]*>/g)?.every((tag) => /\bsrc=/.test(tag))).toBe(true);
+    expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=/i);
+  });
+
+  it('leave the docs UI working under its own policy', async () => {
+    const ui = await fetch(`${gw.url}/docs`);
+    expect(ui.status).toBe(200);
+    expect(ui.headers.get('content-security-policy')).toBeTruthy();
+    expect(ui.headers.get('x-content-type-options')).toBe('nosniff');
+    const html = await ui.text();
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1], ui.url).href);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const url of assets) {
+      const asset = await fetch(url);
+      await asset.arrayBuffer(); // read to the end: an unread body keeps its connection busy past close
+      expect({ url, status: asset.status }).toEqual({ url, status: 200 });
+    }
   });
 });

@@ -1,3 +1,4 @@
+import fastifyHelmet from '@fastify/helmet';
 import fastifyMultipart from '@fastify/multipart';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -59,6 +60,7 @@ export async function createGatewayApp(
     metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
     logRequest(log, request, reply);
   });
+  await app.register(fastifyHelmet, SECURITY_HEADERS);
   await registerQueueBoard(app, config);
   // Uploads (POST /v1/attachments); the attachments service streams the file with its own cap.
   await app.register(fastifyMultipart);
@@ -70,6 +72,31 @@ export async function createGatewayApp(
   await app.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
   return app;
 }
+
+/**
+ * The security headers of every answer, the web client's included. The client loads its script and
+ * styles from its own files (no inline script or style); pictures may be blob: URLs of fetched
+ * attachment content. The docs UI sets its own policy on its routes (swagger-ui `staticCSP`).
+ */
+const SECURITY_HEADERS = {
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'self'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'", 'data:', 'blob:'],
+      connectSrc: ["'self'"],
+      fontSrc: ["'self'"],
+      objectSrc: ["'none'"],
+      baseUri: ["'none'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+  frameguard: { action: 'deny' as const },
+  referrerPolicy: { policy: 'no-referrer' as const },
+};
 
 /** The request's id and, on a conversation's or a turn's route, that id. */
 function requestIds(request: FastifyRequest): LogFields {

@@ -36,6 +36,8 @@ type Probe = [method: string, path: (id: string) => string, body?: unknown];
 /** Every endpoint that names a conversation or a turn. */
 const conversationProbes: Probe[] = [
   ['GET', (id) => `/v1/conversations/${id}`],
+  ['PATCH', (id) => `/v1/conversations/${id}`, { title: 'Renamed' }],
+  ['DELETE', (id) => `/v1/conversations/${id}`],
   ['GET', (id) => `/v1/conversations/${id}/messages`],
   ['POST', (id) => `/v1/conversations/${id}/messages`, { text: 'hi' }],
   ['GET', (id) => `/v1/conversations/${id}/events`],
@@ -47,6 +49,7 @@ const turnProbes: Probe[] = [
   ['GET', (id) => `/v1/turns/${id}/trace`],
   ['POST', (id) => `/v1/turns/${id}/requests/${own.request}`, { answer: 'x' }],
   ['POST', (id) => `/v1/turns/${id}/cancel`],
+  ['POST', (id) => `/v1/turns/${id}/retry`],
 ];
 
 /** The same answer as for a missing id: 404 not_found, the message differing only by the id. */

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'compact_refused',
   'turn_paused',
   'request_not_pending',
+  'retry_refused',
   'conflict',
   'unsupported_type',
   'too_large',

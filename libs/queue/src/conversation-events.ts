@@ -129,6 +129,11 @@ export class ConversationEvents {
     );
     return rows[0]?.[0] ?? '0-0';
   }
+
+  /** Drops the conversation's stream, retained events included (the conversation was deleted). */
+  async remove(conversationId: string): Promise<void> {
+    await this.writer.del(conversationEventsKey(this.prefix, conversationId));
+  }
 }
 
 export function toStoredEvent([id, fields]: [string, string[]]): StoredEvent {

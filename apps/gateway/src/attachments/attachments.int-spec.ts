@@ -75,7 +75,7 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
       RedisModule.forRoot({ url: redisUrl }),
       DalModule.forRoot(db.url, 2),
       QueueModule.forRoot({ prefix }),
-      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs }),
+      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs, catalogue: [] }),
     ],
     providers: [
       { provide: GATEWAY_CONFIG, useValue: { prefix, sessionTtlMs: 60_000 } },

@@ -12,6 +12,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   compact_refused: 409,
   turn_paused: 409,
   request_not_pending: 409,
+  retry_refused: 409,
   conflict: 409,
   invalid_transition: 409,
   too_large: 413,

@@ -1,16 +1,19 @@
-import { Body, Controller, Get, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import { z } from 'zod';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
-import { ZodBody } from '../common/validation.pipe';
+import { parseInput, ZodBody } from '../common/validation.pipe';
 import {
   ConversationsService,
+  type ConversationHitView,
   type ConversationSummary,
   type ConversationView,
 } from './conversations.service';
 import type { MessageView } from './transcript.util';
 
 const createConversationSchema = z.strictObject({ agentId: z.string().min(1) });
+const searchQuerySchema = z.string().trim().max(500).optional();
+const renameConversationSchema = z.strictObject({ title: z.string().trim().min(1).max(200) });
 
 @Controller('v1/conversations')
 export class ConversationsController {
@@ -24,14 +27,34 @@ export class ConversationsController {
     return this.conversations.create(caller, body.agentId);
   }
 
+  /** With a non-blank `q`, the search (API.md `GET /v1/conversations?q=`); without, the list. */
   @Get()
-  list(@Caller() caller: Principal): Promise<ConversationSummary[]> {
-    return this.conversations.list(caller);
+  list(
+    @Caller() caller: Principal,
+    @Query('q') q: unknown,
+  ): Promise<ConversationSummary[] | ConversationHitView[]> {
+    const query = parseInput(searchQuerySchema, q, 'q');
+    return query ? this.conversations.search(caller, query) : this.conversations.list(caller);
   }
 
   @Get(':id')
   get(@Caller() caller: Principal, @Param('id') id: string): Promise<ConversationView> {
     return this.conversations.get(caller, id);
+  }
+
+  @Patch(':id')
+  rename(
+    @Caller() caller: Principal,
+    @Param('id') id: string,
+    @Body(new ZodBody(renameConversationSchema)) body: z.output<typeof renameConversationSchema>,
+  ): Promise<ConversationView> {
+    return this.conversations.rename(caller, id, body.title);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  delete(@Caller() caller: Principal, @Param('id') id: string): Promise<void> {
+    return this.conversations.delete(caller, id);
   }
 
   @Get(':id/messages')

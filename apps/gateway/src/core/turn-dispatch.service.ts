@@ -49,6 +49,13 @@ export class TurnDispatchService {
     );
   }
 
+  /** Drops a deleted conversation's event stream. */
+  forget(conversationId: string): Promise<void> {
+    return this.safely(`remove the events of conversation ${conversationId}`, () =>
+      this.events.remove(conversationId),
+    );
+  }
+
   private async safely(what: string, work: () => Promise<unknown>): Promise<void> {
     try {
       await work();

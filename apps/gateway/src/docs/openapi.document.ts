@@ -139,7 +139,8 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       'The HTTP API of the portal turn engine. JSON everywhere; lists are plain arrays; errors are ' +
       '`{ "error": { "code", "message" } }`. Every call but health, metrics and these docs needs ' +
       '`Authorization: Bearer <apiKey>`. Additions to API.md: error codes `request_not_pending` and ' +
-      '`conflict` (409); agents show their bound skills as `skills` (slugs); turns show `kind`; ' +
+      '`conflict` (409); agents show their bound skills as `skills` (slugs); turns show `kind`, and a ' +
+      "conversation's turns also their `error`, `model`, `contextTokens` and summed `usage`; " +
       'request answers and cancel answer `{ turnId, status }`.',
   },
   components: {
@@ -205,6 +206,13 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         title: nullableStr,
         updatedAt: { type: 'string', format: 'date-time' },
       }),
+      ConversationHit: object({
+        id: str,
+        agentId: str,
+        title: nullableStr,
+        updatedAt: { type: 'string', format: 'date-time' },
+        snippet: { type: 'string', description: 'plain text around the match, at most 200 characters' },
+      }),
       Conversation: object({
         id: str,
         agentId: str,
@@ -217,6 +225,13 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
             kind: { type: 'string', enum: ['turn', 'compaction'] },
             status: turnStatus,
             effort: str,
+            error: { type: ['string', 'null'], description: 'why a failed or cut-off turn ended' },
+            model: str,
+            contextTokens: { type: ['integer', 'null'] },
+            usage: {
+              ...object({ inputTokens: int, outputTokens: int, cachedTokens: int, cost: { type: 'number' } }),
+              description: "the turn's usage rows summed (0 without any); cost in USD",
+            },
           }),
         },
       }),
@@ -349,8 +364,19 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       }),
     },
     '/v1/conversations': {
-      get: op("The caller's conversations, most recently updated first", {
-        responses: { 200: ok('Conversations', arrayOf('ConversationSummary')), ...errors() },
+      get: op("The caller's conversations, most recently updated first; with `q`, those matching it", {
+        description:
+          'With a non-blank `q` (web search syntax: words, "phrases", -word, or), full-text search over ' +
+          "the titles and the messages' text of the caller's conversations (Vietnamese included: words " +
+          'keep their tone marks, case is ignored), title matches first, then most relevant; at most 50, ' +
+          'each with a `snippet`: plain text around the match.',
+        parameters: [{ name: 'q', in: 'query', required: false, schema: { type: 'string', maxLength: 500 } }],
+        responses: {
+          200: ok('Conversations', {
+            oneOf: [arrayOf('ConversationSummary'), arrayOf('ConversationHit')],
+          }),
+          ...errors(400),
+        },
       }),
       post: op('Start a conversation with an agent', {
         requestBody: { required: true, content: json(object({ agentId: str })) },
@@ -361,6 +387,23 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       get: op('A conversation and its turns', {
         parameters: [conversationId],
         responses: { 200: ok('The conversation', ref('Conversation')), ...errors(404) },
+      }),
+      patch: op('Rename a conversation (its owner)', {
+        parameters: [conversationId],
+        requestBody: {
+          required: true,
+          content: json(object({ title: { type: 'string', minLength: 1, maxLength: 200 } })),
+        },
+        responses: { 200: ok('The conversation', ref('Conversation')), ...errors(400, 404) },
+      }),
+      delete: op('Delete a conversation (its owner) with everything it holds', {
+        description:
+          'An open turn is cut off first (as cancel does). Then the conversation, its turns, messages, ' +
+          'blocks, tool results, usage rows, trace entries, its attachments (those uploaded to it, and ' +
+          'those uploaded to none that no other conversation carries) with their stored bytes and search ' +
+          'index, and its event stream are removed. It answers 404 from then on.',
+        parameters: [conversationId],
+        responses: { 204: { description: 'Deleted' }, ...errors(404) },
       }),
     },
     '/v1/conversations/{id}/messages': {
@@ -455,6 +498,16 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       post: op('Cut the turn off (a settled turn is left as it is)', {
         parameters: [turnId],
         responses: { 202: ok('Accepted', ref('TurnAck')), ...errors(404) },
+      }),
+    },
+    '/v1/turns/{id}/retry': {
+      post: op('Retry the latest turn after it failed or was cut off', {
+        description:
+          "Opens a new turn with the same person's message (text, attachments, the turn's effort), checked " +
+          'and queued like any message. `retry_refused` (409) for any other turn or ending, or once another ' +
+          'turn was opened.',
+        parameters: [turnId],
+        responses: { 202: ok('Accepted', object({ turnId: str })), ...errors(404, 409, 422) },
       }),
     },
     '/health/live': { get: op('Liveness', { security: [], responses: { 200: ok('Alive') } }) },

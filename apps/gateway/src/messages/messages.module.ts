@@ -8,5 +8,6 @@ import { TurnOpeningService } from './turn-opening.service';
 @Module({
   controllers: [MessagesController],
   providers: [MessagesService, MessageChecksService, TurnOpeningService, CompactionRequestService],
+  exports: [MessagesService],
 })
 export class MessagesModule {}

@@ -7,7 +7,7 @@ import {
   TurnRepository,
   type Conversation,
 } from '@portal/dal';
-import { DomainError } from '@portal/domain';
+import { DomainError, type Turn, type TurnStatus } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
@@ -15,12 +15,15 @@ import { TurnDispatchService } from '../core/turn-dispatch.service';
 import { CompactionRequestService } from './compaction-request.service';
 import { MessageChecksService } from './message-checks.service';
 import type { PostMessage, PostMessageResult } from './message.schemas';
-import { TurnOpeningService } from './turn-opening.service';
+import { retryRefused, TurnOpeningService } from './turn-opening.service';
 
 /** Another writer took the message position: read again and decide again. */
 class RaceLost extends Error {}
 
 const ATTEMPTS = 3;
+
+/** The endings a turn may be retried from (API.md `POST /v1/turns/:id/retry`). */
+const RETRYABLE: readonly TurnStatus[] = ['failed', 'cut_off'];
 
 /** `POST /v1/conversations/:id/messages`: a new turn, a steering message, or `/compact`. */
 @Injectable()
@@ -32,13 +35,37 @@ export class MessagesService {
     @Inject(TurnOpeningService) private readonly opener: TurnOpeningService,
     @Inject(CompactionRequestService) private readonly compaction: CompactionRequestService,
     @Inject(TurnDispatchService) private readonly dispatch: TurnDispatchService,
+    @Inject(TurnRepository) private readonly turns: TurnRepository,
+    @Inject(BlockRepository) private readonly blocks: BlockRepository,
   ) {}
 
-  async post(caller: Principal, conversationId: string, body: PostMessage): Promise<PostMessageResult> {
+  /**
+   * `POST /v1/turns/:id/retry`: the person's message of the latest turn, failed or cut off, sent
+   * again as it was (text, attachments, the turn's effort), through the checks and the path of
+   * any message. It never steers: a turn opened meanwhile refuses the retry.
+   */
+  async retry(caller: Principal, turnId: string): Promise<{ turnId: string }> {
+    const turn = await this.owned.turn(caller, turnId);
+    const latest = await this.turns.getLatest(caller.orgId, turn.conversationId);
+    if (latest?.id !== turn.id || !RETRYABLE.includes(turn.status)) throw retryRefused(turn.n);
+    const [sent] = await this.blocks.listTurnMessages(caller.orgId, turn.id);
+    const first = sent?.role === 'user' ? sent.blocks[0] : undefined;
+    if (first?.kind !== 'text') throw retryRefused(turn.n);
+    const body = { text: first.text, attachmentIds: sent.attachmentIds, effort: turn.effort };
+    const { turnId: opened } = await this.post(caller, turn.conversationId, body, turn);
+    return { turnId: opened };
+  }
+
+  async post(
+    caller: Principal,
+    conversationId: string,
+    body: PostMessage,
+    retrying?: Turn,
+  ): Promise<PostMessageResult> {
     const message = { ...body, attachmentIds: [...new Set(body.attachmentIds)] };
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.postOnce(caller, conversationId, message);
+        return await this.postOnce(caller, conversationId, message, retrying);
       } catch (err) {
         const raced = err instanceof RaceLost || (err instanceof DalError && err.code === 'turn_active');
         if (!raced || attempt === ATTEMPTS) throw err;
@@ -50,11 +77,13 @@ export class MessagesService {
     caller: Principal,
     conversationId: string,
     body: PostMessage,
+    retrying?: Turn,
   ): Promise<PostMessageResult> {
     const { conversation, agent, activeTurnId, catalogueSkillIds } = await this.owned.conversationWithAgent(
       caller,
       conversationId,
     );
+    if (retrying && activeTurnId) throw retryRefused(retrying.n);
     const parsed = parseLeadingSlugs(body.text);
     if (!parsed.isCompact && activeTurnId) {
       const steered = await this.steer(caller, conversation, activeTurnId, body);
@@ -87,6 +116,7 @@ export class MessagesService {
         model: agent.model,
         selectedSkillIds: selectedIds,
         catalogueSkillIds: (catalogueSkillIds ?? []).filter((id) => !selectedIds.includes(id)),
+        afterTurnN: retrying?.n,
       },
       (turnId) => this.dispatch.runTurn(caller.orgId, turnId, 'open'),
     );

@@ -28,6 +28,7 @@ export class TurnOpeningService {
       ...input,
       conversationId: conversation.id,
     });
+    if (!created && input.afterTurnN !== undefined) throw retryRefused(input.afterTurnN);
     if (!created) throw new DomainError('not_found', `Conversation ${conversation.id} not found`);
     const { turn, message } = created;
     this.metrics.turnOpened(turn.kind);
@@ -41,4 +42,12 @@ export class TurnOpeningService {
     await enqueue(turn.id);
     return turn;
   }
+}
+
+/** A retry refused: the turn is not, or no longer, a settled latest turn that ended failed or cut off. */
+export function retryRefused(n: number): DomainError {
+  return new DomainError(
+    'retry_refused',
+    `Turn ${n} cannot be retried: only the latest turn, once it failed or was cut off`,
+  );
 }

@@ -2,11 +2,15 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/co
 import type { TurnStatus } from '@portal/domain';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
+import { MessagesService } from '../messages/messages.service';
 import { TurnsService, type TraceView, type TurnView, type UsageView } from './turns.service';
 
 @Controller('v1/turns')
 export class TurnsController {
-  constructor(@Inject(TurnsService) private readonly turns: TurnsService) {}
+  constructor(
+    @Inject(TurnsService) private readonly turns: TurnsService,
+    @Inject(MessagesService) private readonly messages: MessagesService,
+  ) {}
 
   @Get(':id')
   get(@Caller() caller: Principal, @Param('id') id: string): Promise<TurnView> {
@@ -42,5 +46,11 @@ export class TurnsController {
     @Param('id') id: string,
   ): Promise<{ turnId: string; status: TurnStatus }> {
     return this.turns.cancel(caller, id);
+  }
+
+  @Post(':id/retry')
+  @HttpCode(202)
+  retry(@Caller() caller: Principal, @Param('id') id: string): Promise<{ turnId: string }> {
+    return this.messages.retry(caller, id);
   }
 }

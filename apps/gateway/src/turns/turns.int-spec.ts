@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import IORedis from 'ioredis';
 import { QueueName } from '@portal/contracts';
 import { BlockRepository, SkillRepository, TurnRepository, UsageRepository } from '@portal/dal';
 import {
+  attachment,
+  cancelListener,
   job,
   newConversation,
   openSse,
   openTurn,
   pauseWithRequest,
-  REDIS_URL,
+  send,
   setStatus,
   startGateway,
   type Harness,
 } from '../../test/gateway-harness.util';
-import { cancelChannel } from '@portal/contracts';
 
 let gw: Harness;
 beforeAll(async () => {
@@ -180,10 +180,7 @@ describe('POST /v1/turns/:id/requests/:blockId', () => {
 
 describe('POST /v1/turns/:id/cancel', () => {
   it('flags an open turn, tells its worker on the cancel channel and enqueues the cancel job', async () => {
-    const subscriber = new IORedis(REDIS_URL);
-    const heard: string[] = [];
-    subscriber.on('message', (_channel: string, message: string) => heard.push(message));
-    await subscriber.subscribe(cancelChannel(gw.prefix));
+    const cancels = await cancelListener(gw);
     try {
       const conversationId = await newConversation(gw);
       const turnId = await openTurn(gw, conversationId);
@@ -200,11 +197,9 @@ describe('POST /v1/turns/:id/cancel', () => {
         name: 'run-turn',
         data: { orgId: 'acme', turnId },
       });
-      // Pub/sub is delivered in order on one connection: a ping after it proves it has arrived.
-      await subscriber.ping();
-      expect(heard).toEqual([turnId]);
+      expect(await cancels.heard()).toEqual([turnId]);
     } finally {
-      await subscriber.quit();
+      await cancels.close();
     }
   });
 
@@ -220,5 +215,94 @@ describe('POST /v1/turns/:id/cancel', () => {
     ]);
     expect(row.cancel_requested_at).toBeNull();
     expect(await job(gw, QueueName.Turns, `run-turn:${turnId}:cancel`)).toBeUndefined();
+  });
+});
+
+describe('POST /v1/turns/:id/retry', () => {
+  /** A conversation whose only turn was opened with a document and effort `high`, then ended `status`. */
+  async function settledTurn(status: 'failed' | 'cut_off' | 'completed') {
+    const conversationId = await newConversation(gw);
+    const doc = await attachment(gw, { conversationId });
+    const sent = await send(gw, conversationId, {
+      text: '/fact-check the figures',
+      attachmentIds: [doc],
+      effort: 'high',
+    });
+    const turnId: string = sent.body.turnId;
+    await turns().updateStatus('acme', turnId, status, { error: status === 'failed' ? 'model_error' : null });
+    return { conversationId, turnId, doc };
+  }
+
+  it.each(['failed', 'cut_off'] as const)(
+    'opens a new queued turn with the same message after a %s latest turn, and enqueues it',
+    async (status) => {
+      const { conversationId, turnId, doc } = await settledTurn(status);
+      const res = await gw.call('POST', `/v1/turns/${turnId}/retry`);
+      expect(res.status).toBe(202);
+      expect(res.body).toEqual({ turnId: expect.any(String) });
+      const retried = res.body.turnId;
+      expect(retried).not.toBe(turnId);
+      const [before, after] = await Promise.all([turns().get('acme', turnId), turns().get('acme', retried)]);
+      expect(after).toMatchObject({
+        conversationId,
+        n: 2,
+        status: 'queued',
+        effort: 'high',
+        selectedSkillIds: before!.selectedSkillIds,
+        error: null,
+      });
+      expect(before!.selectedSkillIds).toHaveLength(1);
+      const [message] = await blocks().listTurnMessages('acme', retried);
+      expect(message).toMatchObject({
+        role: 'user',
+        attachmentIds: [doc],
+        blocks: [{ kind: 'text', text: '/fact-check the figures', steering: false }],
+      });
+      expect(await job(gw, QueueName.Turns, `run-turn:${retried}:open`)).toEqual({
+        name: 'run-turn',
+        data: { orgId: 'acme', turnId: retried },
+      });
+    },
+  );
+
+  it('refuses 409 retry_refused a completed, open or earlier turn, and a second retry', async () => {
+    const completed = await settledTurn('completed');
+    const { turnId } = await settledTurn('failed');
+    const retried = (await gw.call('POST', `/v1/turns/${turnId}/retry`)).body.turnId;
+    for (const id of [completed.turnId, turnId, retried]) {
+      const res = await gw.call('POST', `/v1/turns/${id}/retry`);
+      expect(res.status).toBe(409);
+      expect(res.body.error).toEqual({
+        code: 'retry_refused',
+        message: expect.stringMatching(/latest turn/),
+      });
+    }
+    // The earlier failed turn stays refused once a later one exists, however that one ended.
+    await setStatus(gw, retried, 'failed');
+    expect((await gw.call('POST', `/v1/turns/${turnId}/retry`)).status).toBe(409);
+    // Nothing was steered into the open turn by the refused retries.
+    expect(await blocks().listTurnMessages('acme', retried)).toHaveLength(1);
+  });
+
+  it('opens one turn when the same retry arrives twice at once', async () => {
+    const { conversationId, turnId } = await settledTurn('cut_off');
+    const answers = await Promise.all([1, 2].map(() => gw.call('POST', `/v1/turns/${turnId}/retry`)));
+    expect(answers.map((a) => a.status).sort()).toEqual([202, 409]);
+    const listed = await turns().listForConversation('acme', conversationId);
+    expect(listed.map((t) => t.n)).toEqual([1, 2]);
+    expect(await blocks().listTurnMessages('acme', listed[1].id)).toHaveLength(1);
+  });
+
+  it("answers another user's, another org's and a missing turn 404", async () => {
+    const { turnId } = await settledTurn('failed');
+    for (const as of ['bob', 'mallory'] as const) {
+      const res = await gw.call('POST', `/v1/turns/${turnId}/retry`, { as });
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe('not_found');
+    }
+    expect((await gw.call('POST', `/v1/turns/${randomUUID()}/retry`)).status).toBe(404);
+    expect(
+      (await turns().listForConversation('acme', (await turns().get('acme', turnId))!.conversationId)).length,
+    ).toBe(1);
   });
 });

@@ -20,6 +20,8 @@ export interface NewTurn {
   /** Recorded as the turn's SKILL_SELECT trace entry, written only when there are some. */
   selectedSkillIds?: string[];
   catalogueSkillIds?: string[];
+  /** Opens only while turn `afterTurnN` is still the conversation's latest (a retry of it). */
+  afterTurnN?: number;
 }
 
 const ACTIVE: TurnStatus[] = ['queued', 'running', 'paused'];
@@ -101,7 +103,7 @@ export class TurnRepository {
    * Opens a `queued` turn numbered after the conversation's last one, with the person's message
    * (one text block; in a regular turn, with its request: `PersonRequestRepository`) and, when it
    * selected skills, its SKILL_SELECT trace entry, in one statement. Null when the
-   * conversation is not the org's; throws DalError `turn_active` when the conversation already has
+   * conversation is not the org's, or (with `afterTurnN`) has a later turn; throws DalError `turn_active` when the conversation already has
    * a queued, running or paused turn.
    */
   async createWithUserMessage(
@@ -145,7 +147,8 @@ export class TurnRepository {
         this.em,
         `WITH bumped AS (
            UPDATE conversations SET last_turn_n = last_turn_n + 1, updated_at = now()
-           WHERE org_id = $1 AND id = $2 RETURNING last_turn_n AS n),
+           WHERE org_id = $1 AND id = $2 AND ($15::int IS NULL OR last_turn_n = $15)
+           RETURNING last_turn_n AS n),
          turn AS (
            INSERT INTO turns (id, org_id, conversation_id, n, kind, status, effort, model,
              catalogue_skill_ids)
@@ -178,6 +181,7 @@ export class TurnRepository {
           JSON.stringify({ text: block.text, narration: false, steering: false }),
           request?.text ?? null,
           request?.tokens ?? null,
+          input.afterTurnN ?? null,
         ],
       );
       if (!rows.length) return null;

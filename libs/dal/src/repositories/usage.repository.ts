@@ -16,6 +16,8 @@ export function insertUsageSql(p: { org: string; turn: string; first: number; wh
     ON CONFLICT (turn_id, call_key) DO NOTHING`;
 }
 
+export type UsageTotals = Pick<UsageRow, 'inputTokens' | 'outputTokens' | 'cachedTokens' | 'cost'>;
+
 export class UsageRepository {
   private readonly em: EntityManager;
 
@@ -45,6 +47,21 @@ export class UsageRepository {
       ],
     );
     return inserted.length > 0;
+  }
+
+  /** Each turn's usage summed (tokens and cost of all its calls), for the turns of a conversation that have some. */
+  async totalsForConversation(orgId: string, conversationId: string): Promise<Map<string, UsageTotals>> {
+    if (!isUuid(conversationId)) return new Map();
+    const rows: (UsageTotals & { turnId: string })[] = await this.em.query(
+      `SELECT u.turn_id AS "turnId", sum(u.input_tokens)::int AS "inputTokens",
+         sum(u.output_tokens)::int AS "outputTokens", sum(u.cached_tokens)::int AS "cachedTokens",
+         sum(u.cost)::float8 AS cost
+       FROM usage_rows u JOIN turns t ON t.id = u.turn_id
+       WHERE t.org_id = $1 AND t.conversation_id = $2 AND u.org_id = $1
+       GROUP BY u.turn_id`,
+      [orgId, conversationId],
+    );
+    return new Map(rows.map(({ turnId, ...totals }) => [turnId, totals]));
   }
 
   /** In the order recorded. */
