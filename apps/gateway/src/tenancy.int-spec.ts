@@ -36,6 +36,8 @@ type Probe = [method: string, path: (id: string) => string, body?: unknown];
 /** Every endpoint that names a conversation or a turn. */
 const conversationProbes: Probe[] = [
   ['GET', (id) => `/v1/conversations/${id}`],
+  ['PATCH', (id) => `/v1/conversations/${id}`, { title: 'Renamed' }],
+  ['DELETE', (id) => `/v1/conversations/${id}`],
   ['GET', (id) => `/v1/conversations/${id}/messages`],
   ['POST', (id) => `/v1/conversations/${id}/messages`, { text: 'hi' }],
   ['GET', (id) => `/v1/conversations/${id}/events`],

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { QueueName, type Env, type PortalEvent, readCommonConfig } from '@portal/contracts';
+import { cancelChannel, QueueName, type Env, type PortalEvent, readCommonConfig } from '@portal/contracts';
 import {
   AttachmentRepository,
   BLOB_STORE,
@@ -300,6 +300,26 @@ export async function job(gw: Harness, queue: QueueName, jobId: string) {
     await q.close();
     await connection.quit();
   }
+}
+
+/** Listens on the cancel channel as a worker does, for the turn ids the gateway announces there. */
+export async function cancelListener(
+  gw: Harness,
+): Promise<{ heard(): Promise<string[]>; close(): Promise<void> }> {
+  const subscriber = new IORedis(REDIS_URL);
+  const heard: string[] = [];
+  subscriber.on('message', (_channel: string, message: string) => heard.push(message));
+  await subscriber.subscribe(cancelChannel(gw.prefix));
+  return {
+    async heard() {
+      // Pub/sub is delivered in order on one connection: a ping after it proves what was published has arrived.
+      await subscriber.ping();
+      return heard;
+    },
+    async close() {
+      await subscriber.quit();
+    },
+  };
 }
 
 // --- Server-Sent Events ----------------------------------------------------------------------

@@ -241,9 +241,20 @@ describe('ConversationRepository', () => {
     expect(await conversations().getForUser(GLOBEX, 'alice', id)).toBeNull();
     expect(await conversations().get(GLOBEX, id)).toBeNull();
     expect(await conversations().get(ACME, 'nope')).toBeNull();
-    await conversations().setTitle(GLOBEX, id, 'stolen');
-    await conversations().setTitle(ACME, id, 'Q3 revenue');
+    await conversations().nameIfUntitled(GLOBEX, id, 'stolen');
+    await conversations().nameIfUntitled(ACME, id, 'Q3 revenue');
     expect((await conversations().get(ACME, id))?.title).toBe('Q3 revenue');
+    await conversations().nameIfUntitled(ACME, id, 'Generated later');
+    expect((await conversations().get(ACME, id))?.title).toBe('Q3 revenue');
+  });
+
+  it('renames only the owner’s conversation', async () => {
+    const id = await newConversation(ds, ACME, 'alice');
+    expect(await conversations().rename(ACME, 'bob', id, 'Not mine')).toBe(false);
+    expect(await conversations().rename(GLOBEX, 'alice', id, 'Not ours')).toBe(false);
+    expect(await conversations().rename(ACME, 'alice', 'nope', 'Bad id')).toBe(false);
+    expect(await conversations().rename(ACME, 'alice', id, 'Mine')).toBe(true);
+    expect((await conversations().get(ACME, id))?.title).toBe('Mine');
   });
 
   it('lists the user’s conversations, most recently updated first', async () => {

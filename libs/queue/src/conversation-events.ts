@@ -144,6 +144,11 @@ export class ConversationEvents {
     }
   }
 
+  /** Drops the conversation's stream, retained events included (the conversation was deleted). */
+  async remove(conversationId: string): Promise<void> {
+    await this.writer.del(conversationEventsKey(this.prefix, conversationId));
+  }
+
   async close(): Promise<void> {
     this.writer.disconnect();
   }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
 import { z } from 'zod';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
@@ -11,6 +11,7 @@ import {
 import type { MessageView } from './transcript.util';
 
 const createConversationSchema = z.strictObject({ agentId: z.string().min(1) });
+const renameConversationSchema = z.strictObject({ title: z.string().trim().min(1).max(200) });
 
 @Controller('v1/conversations')
 export class ConversationsController {
@@ -32,6 +33,21 @@ export class ConversationsController {
   @Get(':id')
   get(@Caller() caller: Principal, @Param('id') id: string): Promise<ConversationView> {
     return this.conversations.get(caller, id);
+  }
+
+  @Patch(':id')
+  rename(
+    @Caller() caller: Principal,
+    @Param('id') id: string,
+    @Body(new ZodBody(renameConversationSchema)) body: z.output<typeof renameConversationSchema>,
+  ): Promise<ConversationView> {
+    return this.conversations.rename(caller, id, body.title);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  delete(@Caller() caller: Principal, @Param('id') id: string): Promise<void> {
+    return this.conversations.delete(caller, id);
   }
 
   @Get(':id/messages')

@@ -150,6 +150,57 @@ describe('conversations', () => {
     ]);
   });
 
+  describe('PATCH /v1/conversations/:id', () => {
+    it('renames it and answers the conversation; the list shows the name in the same place', async () => {
+      const id = await newConversation(gw, 'dave');
+      const other = await newConversation(gw, 'dave');
+      const res = await gw.call('PATCH', `/v1/conversations/${id}`, {
+        as: 'dave',
+        body: { title: '  Doanh thu quý 3 🚀  ' },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ id, agentId: 'researcher', title: 'Doanh thu quý 3 🚀', turns: [] });
+      const listed = (await gw.call('GET', '/v1/conversations', { as: 'dave' })).body;
+      expect(listed.map((c: { id: string; title: string | null }) => [c.id, c.title])).toEqual([
+        [other, null],
+        [id, 'Doanh thu quý 3 🚀'],
+      ]);
+    });
+
+    it.each([
+      ['an empty title', { title: '' }, /^title: /],
+      ['a blank title', { title: '   ' }, /^title: /],
+      ['a title over 200 characters', { title: 'x'.repeat(201) }, /^title: /],
+      ['no title', {}, /^title: /],
+      ['another field', { title: 'ok', agentId: 'blind' }, /^agentId: /],
+    ])('refuses %s with 400 validation_failed naming the field', async (_, body, message) => {
+      const id = await newConversation(gw);
+      const res = await gw.call('PATCH', `/v1/conversations/${id}`, { body });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toEqual({ code: 'validation_failed', message: expect.stringMatching(message) });
+      expect((await gw.call('GET', `/v1/conversations/${id}`)).body.title).toBeNull();
+    });
+
+    it('takes a title of exactly 200 characters', async () => {
+      const id = await newConversation(gw);
+      const title = 'ư'.repeat(200);
+      expect((await gw.call('PATCH', `/v1/conversations/${id}`, { body: { title } })).body.title).toBe(title);
+    });
+
+    it("answers another user's, another org's or a missing conversation 404 and changes nothing", async () => {
+      const id = await newConversation(gw, 'alice');
+      for (const as of ['bob', 'mallory'] as const) {
+        const res = await gw.call('PATCH', `/v1/conversations/${id}`, { as, body: { title: 'Mine now' } });
+        expect(res.status).toBe(404);
+        expect(res.body.error.code).toBe('not_found');
+      }
+      expect(
+        (await gw.call('PATCH', `/v1/conversations/${randomUUID()}`, { body: { title: 'x' } })).status,
+      ).toBe(404);
+      expect((await gw.call('GET', `/v1/conversations/${id}`)).body.title).toBeNull();
+    });
+  });
+
   it("answers another user's conversation 404 like a missing one", async () => {
     const id = await newConversation(gw, 'alice');
     for (const path of [`/v1/conversations/${id}`, `/v1/conversations/${id}/messages`]) {

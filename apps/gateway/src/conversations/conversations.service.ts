@@ -1,13 +1,16 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  BLOB_STORE,
   BlockRepository,
   ConversationRepository,
   TurnRepository,
   UsageRepository,
+  type BlobStore,
   type UsageTotals,
 } from '@portal/dal';
 import { DomainError, type Turn } from '@portal/domain';
 import { OwnershipService } from '../common/ownership.service';
+import { TurnDispatchService } from '../core/turn-dispatch.service';
 import type { Principal } from '../common/principal.types';
 import { messageView, type MessageView } from './transcript.util';
 
@@ -38,12 +41,16 @@ const NO_USAGE: UsageTotals = { inputTokens: 0, outputTokens: 0, cachedTokens: 0
 
 @Injectable()
 export class ConversationsService {
+  private readonly logger = new Logger('Conversations');
+
   constructor(
     @Inject(OwnershipService) private readonly owned: OwnershipService,
     @Inject(ConversationRepository) private readonly conversations: ConversationRepository,
     @Inject(TurnRepository) private readonly turns: TurnRepository,
     @Inject(BlockRepository) private readonly blocks: BlockRepository,
     @Inject(UsageRepository) private readonly usage: UsageRepository,
+    @Inject(TurnDispatchService) private readonly dispatch: TurnDispatchService,
+    @Inject(BLOB_STORE) private readonly blobs: BlobStore,
   ) {}
 
   async create(caller: Principal, agentId: string): Promise<{ id: string }> {
@@ -84,6 +91,39 @@ export class ConversationsService {
         usage: usage.get(id) ?? NO_USAGE,
       })),
     };
+  }
+
+  async rename(caller: Principal, conversationId: string, title: string): Promise<ConversationView> {
+    const conversation = await this.owned.conversation(caller, conversationId);
+    await this.conversations.rename(caller.orgId, caller.userId, conversation.id, title);
+    return this.get(caller, conversation.id);
+  }
+
+  /**
+   * Cuts off the open turn as cancel does (its worker stops at once), then deletes the
+   * conversation with everything it holds, then what lives outside Postgres: the attachments'
+   * bytes and the event stream. Those go after the commit, as bytes go before a row on upload: a
+   * failure there leaves orphans, never a row without its bytes.
+   */
+  async delete(caller: Principal, conversationId: string): Promise<void> {
+    const conversation = await this.owned.conversation(caller, conversationId);
+    const active = await this.turns.getActive(caller.orgId, conversation.id);
+    if (active && (await this.turns.requestCancel(caller.orgId, active.id))) {
+      await this.dispatch.cancel(active.id);
+    }
+    const attachmentIds = await this.conversations.deleteForUser(
+      caller.orgId,
+      caller.userId,
+      conversation.id,
+    );
+    if (!attachmentIds) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
+    const removals = await Promise.allSettled(
+      attachmentIds.map((attachmentId) => this.blobs.removeAll({ orgId: caller.orgId, attachmentId })),
+    );
+    for (const failed of removals.filter((r) => r.status === 'rejected')) {
+      this.logger.error(`conversation ${conversation.id}: bytes left behind (${String(failed.reason)})`);
+    }
+    await this.dispatch.forget(conversation.id);
   }
 
   async messages(caller: Principal, conversationId: string): Promise<MessageView[]> {

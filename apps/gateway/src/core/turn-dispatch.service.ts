@@ -42,6 +42,13 @@ export class TurnDispatchService implements OnApplicationShutdown {
     );
   }
 
+  /** Drops a deleted conversation's event stream. */
+  forget(conversationId: string): Promise<void> {
+    return this.safely(`remove the events of conversation ${conversationId}`, () =>
+      this.events.remove(conversationId),
+    );
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.publisher.disconnect();
   }

@@ -369,6 +369,23 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         parameters: [conversationId],
         responses: { 200: ok('The conversation', ref('Conversation')), ...errors(404) },
       }),
+      patch: op('Rename a conversation (its owner)', {
+        parameters: [conversationId],
+        requestBody: {
+          required: true,
+          content: json(object({ title: { type: 'string', minLength: 1, maxLength: 200 } })),
+        },
+        responses: { 200: ok('The conversation', ref('Conversation')), ...errors(400, 404) },
+      }),
+      delete: op('Delete a conversation (its owner) with everything it holds', {
+        description:
+          'An open turn is cut off first (as cancel does). Then the conversation, its turns, messages, ' +
+          'blocks, tool results, usage rows, trace entries, its attachments (those uploaded to it, and ' +
+          'those uploaded to none that no other conversation carries) with their stored bytes and search ' +
+          'index, and its event stream are removed. It answers 404 from then on.',
+        parameters: [conversationId],
+        responses: { 204: { description: 'Deleted' }, ...errors(404) },
+      }),
     },
     '/v1/conversations/{id}/messages': {
       get: op('The transcript for display (summaries without references)', {

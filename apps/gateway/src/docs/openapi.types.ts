@@ -12,6 +12,8 @@ export interface Schema {
   enum?: readonly unknown[];
   const?: unknown;
   default?: unknown;
+  minLength?: number;
+  maxLength?: number;
   properties?: Record<string, Schema>;
   required?: string[];
   additionalProperties?: boolean | Schema;

@@ -1,21 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import IORedis from 'ioredis';
 import { QueueName } from '@portal/contracts';
 import { BlockRepository, SkillRepository, TurnRepository, UsageRepository } from '@portal/dal';
 import {
   attachment,
+  cancelListener,
   job,
   newConversation,
   openSse,
   openTurn,
   pauseWithRequest,
-  REDIS_URL,
   send,
   setStatus,
   startGateway,
   type Harness,
 } from '../../test/gateway-harness.util';
-import { cancelChannel } from '@portal/contracts';
 
 let gw: Harness;
 beforeAll(async () => {
@@ -182,10 +180,7 @@ describe('POST /v1/turns/:id/requests/:blockId', () => {
 
 describe('POST /v1/turns/:id/cancel', () => {
   it('flags an open turn, tells its worker on the cancel channel and enqueues the cancel job', async () => {
-    const subscriber = new IORedis(REDIS_URL);
-    const heard: string[] = [];
-    subscriber.on('message', (_channel: string, message: string) => heard.push(message));
-    await subscriber.subscribe(cancelChannel(gw.prefix));
+    const cancels = await cancelListener(gw);
     try {
       const conversationId = await newConversation(gw);
       const turnId = await openTurn(gw, conversationId);
@@ -202,11 +197,9 @@ describe('POST /v1/turns/:id/cancel', () => {
         name: 'run-turn',
         data: { orgId: 'acme', turnId },
       });
-      // Pub/sub is delivered in order on one connection: a ping after it proves it has arrived.
-      await subscriber.ping();
-      expect(heard).toEqual([turnId]);
+      expect(await cancels.heard()).toEqual([turnId]);
     } finally {
-      await subscriber.quit();
+      await cancels.close();
     }
   });
 

@@ -52,7 +52,7 @@ export class TitleService {
         });
       }
       const title = cleanTitle(result?.text ?? '');
-      if (title) await this.conversations.setTitle(orgId, conversation.id, title);
+      if (title) await this.conversations.nameIfUntitled(orgId, conversation.id, title);
     } catch (err) {
       this.logger.warn(`conversation ${turn.conversationId}: no title (${(err as Error).message})`);
     }

@@ -72,7 +72,7 @@ const nonSystem = (request: { body: { messages: { role: string }[] } }) =>
 /** A turn of a conversation that has a title already, so no title call follows the turn. */
 async function openTitled(o: OpenTurn) {
   const opened = await h.openTurn(o);
-  await new ConversationRepository(h.db.dataSource).setTitle(ORG, opened.conversationId, 'Titled');
+  await new ConversationRepository(h.db.dataSource).nameIfUntitled(ORG, opened.conversationId, 'Titled');
   return opened;
 }
 

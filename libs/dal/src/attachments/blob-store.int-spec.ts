@@ -95,6 +95,26 @@ describe.each([
     expect(await store.get(original)).toEqual(Buffer.from('original'));
     expect(await store.get(reduced)).toEqual(Buffer.from('reduced'));
   });
+
+  it("removes every copy of one attachment, and nothing of another's or another org's", async () => {
+    const doomed = key();
+    const kept = key();
+    const variants = ['original', 'reduced-2048x768', 'reduced-512x512'] as const;
+    for (const variant of variants) {
+      await store.put({ ...doomed, variant }, Buffer.from(variant));
+      await store.put({ ...kept, variant }, Buffer.from(variant));
+    }
+    await store.removeAll({ orgId: GLOBEX, attachmentId: doomed.attachmentId });
+    expect(await store.get(doomed)).not.toBeNull();
+    await store.removeAll({ orgId: ACME, attachmentId: doomed.attachmentId });
+    for (const variant of variants) {
+      expect(await store.get({ ...doomed, variant })).toBeNull();
+      expect((await store.get({ ...kept, variant }))?.toString()).toBe(variant);
+    }
+    await store.removeAll({ orgId: ACME, attachmentId: doomed.attachmentId });
+    await store.removeAll({ orgId: ACME, attachmentId: '../..' });
+    expect((await store.get(kept))?.toString()).toBe('original');
+  });
 });
 
 describe('PostgresBlobStore', () => {

@@ -24,6 +24,8 @@ export interface BlobStore {
   put(key: BlobKey, data: Buffer): Promise<void>;
   /** The bytes, or null when there are none under this key. */
   get(key: BlobKey): Promise<Buffer | null>;
+  /** Removes every copy of the attachment (the original and each reduced one); none is no error. */
+  removeAll(key: Omit<BlobKey, 'variant'>): Promise<void>;
 }
 
 /** Injection token of the apps' BlobStore (see DalModule). */
@@ -63,6 +65,14 @@ export class PostgresBlobStore implements BlobStore {
          AND attachment_id = ${literal(key.attachmentId)} AND variant = ${literal(key.variant)}`,
     );
   }
+
+  async removeAll(key: Omit<BlobKey, 'variant'>): Promise<void> {
+    if (!isUuid(key.attachmentId)) return;
+    await this.em.query(`DELETE FROM attachment_blobs WHERE org_id = $1 AND attachment_id = $2`, [
+      key.orgId,
+      key.attachmentId,
+    ]);
+  }
 }
 
 /** Files under `root` (a volume every pod mounts): `<root>/<org, hex>/<attachment id>/<variant>`. */
@@ -101,6 +111,11 @@ export class FileBlobStore implements BlobStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
+  }
+
+  async removeAll(key: Omit<BlobKey, 'variant'>): Promise<void> {
+    if (!isUuid(key.attachmentId)) return;
+    await rm(join(this.pathOf({ ...key, variant: 'original' }), '..'), { recursive: true, force: true });
   }
 
   /**

@@ -94,13 +94,60 @@ export class ConversationRepository {
     );
   }
 
-  async setTitle(orgId: string, conversationId: string, title: string): Promise<void> {
+  /**
+   * The summary call's name for the conversation, only while it has none: a person's rename made
+   * during that call is kept.
+   */
+  async nameIfUntitled(orgId: string, conversationId: string, title: string): Promise<void> {
     if (!isUuid(conversationId)) return;
     // A title does not make the conversation "recently updated": keep updated_at as it is.
-    await this.em.query(`UPDATE conversations SET title = $3 WHERE org_id = $1 AND id = $2`, [
-      orgId,
-      conversationId,
-      title,
-    ]);
+    await this.em.query(
+      `UPDATE conversations SET title = $3 WHERE org_id = $1 AND id = $2 AND title IS NULL`,
+      [orgId, conversationId, title],
+    );
+  }
+
+  /**
+   * Deletes the user's conversation with everything it holds, in one transaction: its turns and
+   * what hangs off them (messages, blocks, tool results, trace entries, usage rows, person
+   * requests), and its attachments with their pages (the search index): those uploaded to it, and
+   * those uploaded to no conversation that only its messages carry. Returns the deleted
+   * attachments' ids, whose bytes live in the blob store (no foreign key reaches them); null when
+   * the conversation is not the user's.
+   */
+  async deleteForUser(orgId: string, userId: string, conversationId: string): Promise<string[] | null> {
+    if (!isUuid(conversationId)) return null;
+    return this.em.transaction(async (em) => {
+      // The row's lock waits out a turn being opened on it, so that turn goes too.
+      const [owned]: unknown[] = await em.query(
+        `SELECT 1 FROM conversations WHERE org_id = $1 AND user_id = $2 AND id = $3 FOR UPDATE`,
+        [orgId, userId, conversationId],
+      );
+      if (!owned) return null;
+      const [attachments]: [{ id: string }[], number] = await em.query(
+        `DELETE FROM attachments a WHERE a.org_id = $1 AND (
+           a.conversation_id = $2
+           OR (a.conversation_id IS NULL AND a.user_id = $3
+             AND a.id IN (SELECT unnest(m.attachment_ids) FROM messages m
+                          WHERE m.org_id = $1 AND m.conversation_id = $2)
+             AND NOT EXISTS (SELECT 1 FROM messages o WHERE o.org_id = $1
+                             AND o.conversation_id <> $2 AND a.id = ANY(o.attachment_ids))))
+         RETURNING a.id`,
+        [orgId, conversationId, userId],
+      );
+      await em.query(`DELETE FROM conversations WHERE org_id = $1 AND id = $2`, [orgId, conversationId]);
+      return attachments.map((a) => a.id);
+    });
+  }
+
+  /** The owner's rename; false when the conversation is not the user's. */
+  async rename(orgId: string, userId: string, conversationId: string, title: string): Promise<boolean> {
+    if (!isUuid(conversationId)) return false;
+    // As for a generated title, updated_at stays: a rename does not reorder the list.
+    const [, affected]: [unknown, number] = await this.em.query(
+      `UPDATE conversations SET title = $4 WHERE org_id = $1 AND user_id = $2 AND id = $3`,
+      [orgId, userId, conversationId, title],
+    );
+    return affected > 0;
   }
 }
