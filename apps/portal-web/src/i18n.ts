@@ -1,10 +1,14 @@
 import { en, type MessageKey } from './locales/en';
-import { vi } from './locales/vi';
 
 /** The interface's languages: chosen from the browser's, changed with a switch, kept in the browser. */
 export const LANGUAGES = { en: 'English', vi: 'Tiếng Việt' } as const;
 export type Language = keyof typeof LANGUAGES;
-const CATALOGUES: Record<Language, Record<MessageKey, string>> = { en, vi };
+type Catalogue = Record<MessageKey, string>;
+/** English is in the bundle; another language's catalogue loads before the first drawing. */
+const CATALOGUES: Partial<Record<Language, Catalogue>> = { en };
+const LOADERS: Record<Exclude<Language, 'en'>, () => Promise<Catalogue>> = {
+  vi: async () => (await import('./locales/vi')).vi,
+};
 const STORAGE_KEY = 'portal.language';
 
 function isLanguage(value: string | null): value is Language {
@@ -28,6 +32,17 @@ export function language(): Language {
   return current;
 }
 
+/** Loads the chosen language's catalogue (English, should it fail to load). */
+export async function loadLanguage(): Promise<void> {
+  if (current === 'en' || CATALOGUES[current]) return;
+  try {
+    CATALOGUES[current] = await LOADERS[current]();
+  } catch {
+    current = 'en';
+    document.documentElement.lang = current;
+  }
+}
+
 /** Keeps the choice; the caller redraws. */
 export function setLanguage(next: Language): void {
   current = next;
@@ -36,7 +51,7 @@ export function setLanguage(next: Language): void {
 }
 
 export function t(key: MessageKey, params: Record<string, string | number> = {}): string {
-  return CATALOGUES[current][key].replace(/\{(\w+)\}/g, (whole, name: string) =>
+  return (CATALOGUES[current] ?? en)[key].replace(/\{(\w+)\}/g, (whole, name: string) =>
     Object.hasOwn(params, name) ? String(params[name]) : whole,
   );
 }

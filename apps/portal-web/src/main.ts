@@ -2,7 +2,7 @@ import { Api, ApiError, type AgentView, type Me } from './api';
 import { Composer } from './composer';
 import { ConversationList } from './conversation-list';
 import { h, uid } from './dom';
-import { language, LANGUAGES, setLanguage, t, type Language } from './i18n';
+import { language, LANGUAGES, loadLanguage, setLanguage, t, type Language } from './i18n';
 import { ConversationSession } from './session';
 import { formattedReplies, setFormattedReplies } from './settings';
 
@@ -419,4 +419,4 @@ function boot(): void {
     },
   );
 }
-boot();
+void loadLanguage().then(boot);

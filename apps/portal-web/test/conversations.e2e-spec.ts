@@ -105,6 +105,47 @@ describe('the portal web client, conversations', () => {
     await page.context().close();
   });
 
+  it('renames and deletes conversations, grouped by date', async () => {
+    const page = await web.signedInPage();
+    const list = page.getByRole('navigation', { name: 'Conversations' });
+    for (const [text, answer] of [
+      ['Kế hoạch du lịch Đà Nẵng', 'Đi biển Mỹ Khê.'],
+      ['Quarterly revenue figures', 'Revenue was up.'],
+    ]) {
+      await newConversation(page);
+      web.script(answer);
+      await send(page, text);
+      await settled(page);
+    }
+    const id = await conversationId(page);
+    const item = (name: string | RegExp) => list.getByRole('listitem').filter({ hasText: name });
+    await list.getByRole('heading', { name: 'Today' }).waitFor();
+
+    // Rename the open one: the list and the heading follow.
+    const open = list.getByRole('listitem').filter({ has: page.locator('a[aria-current="page"]') });
+    await open.getByRole('button', { name: 'Rename' }).click();
+    const field = list.getByRole('textbox', { name: /^New title of/ });
+    await field.fill('Doanh thu quý 3');
+    await field.press('Enter');
+    await item('Doanh thu quý 3').waitFor();
+    expect(
+      await until(
+        () => page.locator('.conversation-head h1').textContent(),
+        (t) => t === 'Doanh thu quý 3',
+      ),
+    ).toBe('Doanh thu quý 3');
+    expect((await api.get(`/v1/conversations/${id}`)).body.title).toBe('Doanh thu quý 3');
+
+    // Delete the open one: it leaves the list, the screen and the API.
+    page.once('dialog', (dialog) => void dialog.accept());
+    await item('Doanh thu quý 3').getByRole('button', { name: 'Delete' }).click();
+    await item('Doanh thu quý 3').waitFor({ state: 'detached' });
+    expect(new URL(page.url()).pathname).toBe('/');
+    expect((await api.get(`/v1/conversations/${id}`)).status).toBe(404);
+    await screenshot(page, 'list');
+    await page.context().close();
+  });
+
   it('speaks Vietnamese to a Vietnamese browser, and English once switched', async () => {
     const context = await web.browser.newContext({ viewport: DESKTOP, locale: 'vi-VN' });
     const page = await context.newPage();
