@@ -35,6 +35,7 @@ const APPLIED = [
   'UserOrigin1796400000000',
   'DocumentCharsAsSent1796500000000',
   'ReducedPicturePerLimit1796600000000',
+  'ConversationSearch1796740000000',
 ];
 const appliedFrom = (name: string) => APPLIED.slice(APPLIED.indexOf(name));
 

@@ -1,16 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import { z } from 'zod';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
-import { ZodBody } from '../common/validation.pipe';
+import { parseInput, ZodBody } from '../common/validation.pipe';
 import {
   ConversationsService,
+  type ConversationHitView,
   type ConversationSummary,
   type ConversationView,
 } from './conversations.service';
 import type { MessageView } from './transcript.util';
 
 const createConversationSchema = z.strictObject({ agentId: z.string().min(1) });
+const searchQuerySchema = z.string().trim().max(500).optional();
 const renameConversationSchema = z.strictObject({ title: z.string().trim().min(1).max(200) });
 
 @Controller('v1/conversations')
@@ -25,9 +27,14 @@ export class ConversationsController {
     return this.conversations.create(caller, body.agentId);
   }
 
+  /** With a non-blank `q`, the search (API.md `GET /v1/conversations?q=`); without, the list. */
   @Get()
-  list(@Caller() caller: Principal): Promise<ConversationSummary[]> {
-    return this.conversations.list(caller);
+  list(
+    @Caller() caller: Principal,
+    @Query('q') q: unknown,
+  ): Promise<ConversationSummary[] | ConversationHitView[]> {
+    const query = parseInput(searchQuerySchema, q, 'q');
+    return query ? this.conversations.search(caller, query) : this.conversations.list(caller);
   }
 
   @Get(':id')

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { BlockRepository, TurnRepository, UsageRepository } from '@portal/dal';
+import { BLOCK_TEXT_TSV, BlockRepository, TurnRepository, UsageRepository } from '@portal/dal';
 import type { Block } from '@portal/domain';
 import {
   newConversation,
@@ -7,6 +7,7 @@ import {
   setStatus,
   startGateway,
   type Harness,
+  type Who,
 } from '../../test/gateway-harness.util';
 
 let gw: Harness;
@@ -208,5 +209,142 @@ describe('conversations', () => {
     }
     expect((await gw.call('GET', `/v1/conversations/${randomUUID()}`)).status).toBe(404);
     expect((await gw.call('GET', '/v1/conversations/not-a-uuid')).status).toBe(404);
+  });
+});
+
+/** A conversation of `as` with one settled turn: the person's text, then the answer (when given). */
+async function conversation(opts: {
+  said: string;
+  answer?: string;
+  title?: string;
+  as?: Who;
+}): Promise<string> {
+  const as = opts.as ?? 'alice';
+  const id = await newConversation(gw, as, as === 'mallory' ? 'rival' : 'researcher');
+  const turnId = await openTurn(gw, id, opts.said, as);
+  const orgId = as === 'mallory' ? 'globex' : 'acme';
+  if (opts.answer) {
+    const blocks = new BlockRepository(gw.db.dataSource);
+    const message = await blocks.addMessage(orgId, turnId, 'assistant');
+    await blocks.append(
+      orgId,
+      turnId,
+      [{ kind: 'text', text: opts.answer, narration: false, steering: false }],
+      {
+        messageId: message!.id,
+      },
+    );
+  }
+  await setStatus(gw, turnId, 'completed', orgId);
+  if (opts.title) {
+    await gw.call('PATCH', `/v1/conversations/${id}`, { as, body: { title: opts.title } });
+  }
+  return id;
+}
+
+async function search(q: string, as: Who = 'alice') {
+  const res = await gw.call('GET', `/v1/conversations?q=${encodeURIComponent(q)}`, { as });
+  expect(res.status).toBe(200);
+  return res.body as {
+    id: string;
+    agentId: string;
+    title: string | null;
+    updatedAt: string;
+    snippet: string;
+  }[];
+}
+
+describe('GET /v1/conversations?q=', () => {
+  let titled: string;
+  let said: string;
+  let answered: string;
+  beforeAll(async () => {
+    titled = await conversation({ said: 'xin chào', title: 'Doanh thu quý 3' });
+    said = await conversation({ said: 'Báo cáo doanh thu của quý 3 năm nay cho ban giám đốc' });
+    answered = await conversation({
+      said: 'Tóm tắt giúp tôi',
+      answer: 'Theo báo cáo, doanh thu quý 3 tăng 12% so với cùng kỳ nhờ xuất khẩu cà phê.',
+    });
+    await conversation({ said: 'chi phí vận chuyển tháng này' });
+    await conversation({ said: 'doanh thu quý 3 của bob', as: 'bob' });
+    await conversation({ said: 'doanh thu quý 3 của globex', as: 'mallory' });
+  });
+
+  it('finds titles and message text, Vietnamese included, title matches first, each with a snippet', async () => {
+    const hits = await search('doanh thu quý');
+    expect(hits.map((h) => h.id)).toEqual([titled, expect.any(String), expect.any(String)]);
+    expect(new Set(hits.map((h) => h.id))).toEqual(new Set([titled, said, answered]));
+    expect(hits[0]).toEqual({
+      id: titled,
+      agentId: 'researcher',
+      title: 'Doanh thu quý 3',
+      updatedAt: expect.any(String),
+      snippet: 'Doanh thu quý 3',
+    });
+    const byId = new Map(hits.map((h) => [h.id, h.snippet]));
+    expect(byId.get(said)).toContain('doanh thu của quý 3 năm nay');
+    expect(byId.get(answered)).toContain('doanh thu quý 3 tăng 12%');
+  });
+
+  it('ignores case and how the tone marks were typed, but not the tone marks themselves', async () => {
+    const ids = (await search('doanh thu quý')).map((h) => h.id);
+    expect((await search('DOANH THU QUÝ')).map((h) => h.id)).toEqual(ids);
+    expect((await search('doanh thu quý'.normalize('NFD'))).map((h) => h.id)).toEqual(ids);
+    // "quy" and "quý" are different words in Vietnamese.
+    expect(await search('quy')).toEqual([]);
+    expect((await search('giám đốc')).map((h) => h.id)).toEqual([said]);
+    expect((await search('"quý 3 tăng"')).map((h) => h.id)).toEqual([answered]);
+    expect((await search('doanh thu -giám')).map((h) => h.id).sort()).toEqual([titled, answered].sort());
+  });
+
+  it('ranks the conversation that says it more first, whatever was updated last', async () => {
+    const often = await conversation({
+      said: 'hồ tiêu',
+      answer: 'Hồ tiêu: giá hồ tiêu tăng, xuất hồ tiêu sang châu Âu, hồ tiêu Việt Nam dẫn đầu.',
+    });
+    const once = await conversation({ said: 'Một câu dài về nông sản, có nhắc hồ tiêu một lần thôi.' });
+    expect((await search('hồ tiêu')).map((h) => h.id)).toEqual([often, once]);
+  });
+
+  it('answers snippets as plain text: no markup of its own, markup in the text left inert', async () => {
+    const hostile = await conversation({
+      said: `<b>bí mật</b> <img src=x onerror="alert(1)"> <script>alert(2)</script> ${'lời '.repeat(400)}`,
+    });
+    const [hit] = await search('bí mật');
+    expect(hit.id).toBe(hostile);
+    expect(hit.snippet).toContain('bí mật');
+    expect(hit.snippet).not.toMatch(/[<>]/);
+    expect(hit.snippet).not.toMatch(/\s{2}|\n/);
+    expect([...hit.snippet].length).toBeLessThanOrEqual(200);
+  });
+
+  it("shows only the caller's own conversations", async () => {
+    expect((await search('doanh thu', 'bob')).map((h) => h.snippet)).toEqual(['doanh thu quý 3 của bob']);
+    expect((await search('doanh thu', 'mallory')).map((h) => h.snippet)).toEqual([
+      'doanh thu quý 3 của globex',
+    ]);
+    expect(await search('doanh thu', 'carol')).toEqual([]);
+  });
+
+  it('lists every conversation for a blank q, and refuses a q over 500 characters', async () => {
+    const all = (await gw.call('GET', '/v1/conversations')).body;
+    expect((await gw.call('GET', '/v1/conversations?q=%20%20')).body).toEqual(all);
+    expect(await search('!!! ???')).toEqual([]);
+    const long = await gw.call('GET', `/v1/conversations?q=${'a'.repeat(501)}`);
+    expect(long.status).toBe(400);
+    expect(long.body.error).toEqual({ code: 'validation_failed', message: expect.stringMatching(/^q: /) });
+    const twice = await gw.call('GET', '/v1/conversations?q=a&q=b');
+    expect(twice.status).toBe(400);
+  });
+
+  it('finds message text through the index of migration ConversationSearch', async () => {
+    const plan: { 'QUERY PLAN': string }[] = await gw.db.dataSource.transaction(async (em) => {
+      await em.query('SET LOCAL enable_seqscan = off');
+      return em.query(
+        `EXPLAIN SELECT b.id FROM blocks b
+         WHERE b.org_id = 'acme' AND b.kind = 'text' AND ${BLOCK_TEXT_TSV} @@ websearch_to_tsquery('simple', 'quý')`,
+      );
+    });
+    expect(plan.map((row) => row['QUERY PLAN']).join('\n')).toContain('blocks_text_search_idx');
   });
 });

@@ -9,10 +9,16 @@ import {
   type UsageTotals,
 } from '@portal/dal';
 import { DomainError, type Turn } from '@portal/domain';
+import { cutText } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
 import type { Principal } from '../common/principal.types';
 import { messageView, type MessageView } from './transcript.util';
+
+/** The most conversations a search answers. */
+export const SEARCH_RESULTS = 50;
+/** The longest snippet, in characters. */
+const SNIPPET_CHARS = 200;
 
 export interface ConversationSummary {
   id: string;
@@ -29,6 +35,11 @@ export type ConversationTurnView = Pick<
   Turn,
   'id' | 'n' | 'kind' | 'status' | 'effort' | 'error' | 'model' | 'contextTokens'
 > & { usage: UsageTotals };
+
+export interface ConversationHitView extends ConversationSummary {
+  /** Words around the match, plain text on one line. */
+  snippet: string;
+}
 
 export interface ConversationView {
   id: string;
@@ -66,6 +77,24 @@ export class ConversationsService {
       agentId: c.agentId,
       title: c.title,
       updatedAt: c.updatedAt.toISOString(),
+    }));
+  }
+
+  /** The caller's conversations matching `query` (title or message text), most relevant first. */
+  async search(caller: Principal, query: string): Promise<ConversationHitView[]> {
+    // Tone marks typed decomposed would not match the composed form keyboards and models write.
+    const hits = await this.conversations.search(
+      caller.orgId,
+      caller.userId,
+      query.normalize('NFC'),
+      SEARCH_RESULTS,
+    );
+    return hits.map((c) => ({
+      id: c.id,
+      agentId: c.agentId,
+      title: c.title,
+      updatedAt: c.updatedAt.toISOString(),
+      snippet: cutText(c.snippet.replace(/\s+/g, ' ').trim(), SNIPPET_CHARS),
     }));
   }
 

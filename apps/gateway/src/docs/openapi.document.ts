@@ -205,6 +205,13 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
         title: nullableStr,
         updatedAt: { type: 'string', format: 'date-time' },
       }),
+      ConversationHit: object({
+        id: str,
+        agentId: str,
+        title: nullableStr,
+        updatedAt: { type: 'string', format: 'date-time' },
+        snippet: { type: 'string', description: 'plain text around the match, at most 200 characters' },
+      }),
       Conversation: object({
         id: str,
         agentId: str,
@@ -356,8 +363,19 @@ export const OPENAPI_DOCUMENT: OpenApiDocument = {
       }),
     },
     '/v1/conversations': {
-      get: op("The caller's conversations, most recently updated first", {
-        responses: { 200: ok('Conversations', arrayOf('ConversationSummary')), ...errors() },
+      get: op("The caller's conversations, most recently updated first; with `q`, those matching it", {
+        description:
+          'With a non-blank `q` (web search syntax: words, "phrases", -word, or), full-text search over ' +
+          "the titles and the messages' text of the caller's conversations (Vietnamese included: words " +
+          'keep their tone marks, case is ignored), title matches first, then most relevant; at most 50, ' +
+          'each with a `snippet`: plain text around the match.',
+        parameters: [{ name: 'q', in: 'query', required: false, schema: { type: 'string', maxLength: 500 } }],
+        responses: {
+          200: ok('Conversations', {
+            oneOf: [arrayOf('ConversationSummary'), arrayOf('ConversationHit')],
+          }),
+          ...errors(400),
+        },
       }),
       post: op('Start a conversation with an agent', {
         requestBody: { required: true, content: json(object({ agentId: str })) },

@@ -7,6 +7,7 @@ import { McpServers1796311824000 } from './1796311824000-mcp-servers';
 import { UserOrigin1796400000000 } from './1796400000000-user-origin';
 import { DocumentCharsAsSent1796500000000 } from './1796500000000-document-chars-as-sent';
 import { ReducedPicturePerLimit1796600000000 } from './1796600000000-reduced-picture-per-limit';
+import { ConversationSearch1796740000000 } from './1796740000000-conversation-search';
 
 /** Every migration, oldest first. Hand-written; the schema is never synchronised from entities. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   UserOrigin1796400000000,
   DocumentCharsAsSent1796500000000,
   ReducedPicturePerLimit1796600000000,
+  ConversationSearch1796740000000,
 ];

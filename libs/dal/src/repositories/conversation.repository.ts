@@ -8,6 +8,20 @@ import { catalogueSkills } from './skill.repository';
 const CONVERSATION_COLUMNS = `c.org_id AS "orgId", c.id, c.user_id AS "userId", c.agent_id AS "agentId",
   c.title, c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
 
+/** The search index's expression over a text block (migration ConversationSearch1796740000000). */
+export const BLOCK_TEXT_TSV = `to_tsvector('simple', left(b.payload->>'text', 100000))`;
+
+/**
+ * The words of a snippet around the match, as plain text: no markers around the matched words
+ * (the default is `<b>`), so nothing in it is markup.
+ */
+const SNIPPET_OPTIONS = 'StartSel="", StopSel="", MinWords=12, MaxWords=30';
+
+export interface ConversationHit extends Conversation {
+  /** Words around the match in the best matching message, else in the title. */
+  snippet: string;
+}
+
 export interface ConversationWithAgent {
   conversation: Conversation;
   agent: Agent;
@@ -91,6 +105,37 @@ export class ConversationRepository {
       `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2
        ORDER BY c.updated_at DESC, c.id`,
       [orgId, userId],
+    );
+  }
+
+  /**
+   * The user's conversations whose title or message text matches `query` (web search syntax:
+   * words, "phrases", -not, or), at most `limit`: those whose title matches first, then by the rank
+   * of their best matching message and the number of matching messages, then the most recently
+   * updated.
+   */
+  async search(orgId: string, userId: string, query: string, limit: number): Promise<ConversationHit[]> {
+    return this.em.query(
+      `WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),
+       mine AS (SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2),
+       titled AS (
+         SELECT m.id, ts_rank(to_tsvector('simple', coalesce(m.title, '')), q.q) AS rank
+         FROM mine m, q WHERE to_tsvector('simple', coalesce(m.title, '')) @@ q.q),
+       said AS (
+         SELECT DISTINCT ON (b.conversation_id) b.conversation_id AS id, b.id AS "blockId",
+           ts_rank(${BLOCK_TEXT_TSV}, q.q) AS rank, count(*) OVER (PARTITION BY b.conversation_id) AS hits
+         FROM blocks b, q
+         WHERE b.org_id = $1 AND b.kind = 'text' AND ${BLOCK_TEXT_TSV} @@ q.q
+           AND b.conversation_id IN (SELECT id FROM mine)
+         ORDER BY b.conversation_id, rank DESC, b.id)
+       SELECT m.*, ts_headline('simple',
+           coalesce((SELECT left(b.payload->>'text', 100000) FROM blocks b WHERE b.id = s."blockId"), m.title),
+           q.q, '${SNIPPET_OPTIONS}') AS snippet
+       FROM mine m CROSS JOIN q LEFT JOIN titled t ON t.id = m.id LEFT JOIN said s ON s.id = m.id
+       WHERE t.id IS NOT NULL OR s.id IS NOT NULL
+       ORDER BY t.id IS NULL, coalesce(s.rank, t.rank) DESC, s.hits DESC NULLS LAST, m."updatedAt" DESC, m.id
+       LIMIT $4`,
+      [orgId, userId, query, limit],
     );
   }
 
