@@ -10,6 +10,8 @@ export interface ListHooks {
   open(id: string): void;
   /** The open conversation was deleted. */
   onDeleted(id: string): void;
+  /** The list was loaded again: titles may have changed (a rename, a title from the agent). */
+  onRefreshed(): void;
   announce(text: string): void;
 }
 
@@ -31,7 +33,13 @@ export class ConversationList {
 
   constructor(private readonly hooks: ListHooks) {
     const searchId = uid('search');
-    this.search = h('input', { id: searchId, type: 'search', class: 'search', autocomplete: 'off' });
+    this.search = h('input', {
+      id: searchId,
+      type: 'search',
+      class: 'search',
+      autocomplete: 'off',
+      placeholder: t('list.search'),
+    });
     this.search.addEventListener('input', () => {
       window.clearTimeout(this.searchTimer);
       this.searchTimer = window.setTimeout(() => void this.refresh(), SEARCH_DELAY_MS);
@@ -54,6 +62,7 @@ export class ConversationList {
       this.query = query;
       this.conversations = found;
       this.draw();
+      this.hooks.onRefreshed();
     } catch {
       // kept as it was
     }
@@ -113,7 +122,7 @@ export class ConversationList {
     const remove = h(
       'button',
       { type: 'button', class: 'icon', 'aria-label': t('list.delete'), title: t('list.delete') },
-      '🗑',
+      '×',
     );
     remove.addEventListener('click', () => void this.remove(c, title));
     return h('li', {}, link, h('span', { class: 'item-actions' }, rename, remove));

@@ -176,6 +176,7 @@ function start(api: Api, me: Me): void {
     current: conversationIdFromUrl,
     open: (id) => navigate(id),
     onDeleted: () => navigate(null),
+    onRefreshed: () => showTitle(),
     announce,
   });
   const side = h(
@@ -221,19 +222,20 @@ function start(api: Api, me: Me): void {
   /** The open conversation's heading, renamed when its title arrives. */
   let heading: HTMLElement | null = null;
 
-  const drawList = () => {
+  /** The open conversation's title as the list knows it, in its heading and the tab. */
+  function showTitle(): void {
     const current = conversationIdFromUrl();
     const title = current ? list.title(current) : null;
     if (heading && title && heading.textContent !== title) {
       heading.textContent = title;
       document.title = `${title} · ${t('app.name')}`;
     }
+  }
+  const drawList = () => {
+    showTitle();
     list.draw();
   };
-  const refreshList = async () => {
-    await list.refresh();
-    drawList();
-  };
+  const refreshList = () => list.refresh();
 
   const onConnection = (up: boolean) => {
     connection.textContent = up ? '' : t('app.connectionLost');

@@ -105,7 +105,7 @@ describe('the portal web client, conversations', () => {
     await page.context().close();
   });
 
-  it('renames and deletes conversations, grouped by date', async () => {
+  it('renames, searches and deletes conversations, grouped by date', async () => {
     const page = await web.signedInPage();
     const list = page.getByRole('navigation', { name: 'Conversations' });
     for (const [text, answer] of [
@@ -135,6 +135,19 @@ describe('the portal web client, conversations', () => {
       ),
     ).toBe('Doanh thu quý 3');
     expect((await api.get(`/v1/conversations/${id}`)).body.title).toBe('Doanh thu quý 3');
+
+    // Search by message text, Vietnamese included, with a snippet of where it was found.
+    const search = page.getByLabel('Search conversations');
+    await search.fill('Đà Nẵng');
+    expect(
+      await until(
+        () => list.locator('.title').allTextContents(),
+        (t) => t.length === 1,
+      ),
+    ).toHaveLength(1);
+    expect(await list.locator('.snippet').first().textContent()).toMatch(/Đà Nẵng/);
+    await search.fill('');
+    await item('Doanh thu quý 3').waitFor();
 
     // Delete the open one: it leaves the list, the screen and the API.
     page.once('dialog', (dialog) => void dialog.accept());
