@@ -164,6 +164,52 @@ describe('the portal web client, on every screen and for every reader', () => {
     await page.context().close();
   });
 
+  it('runs under a strict Content-Security-Policy with nothing refused', async () => {
+    const csp = [
+      "default-src 'self'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "img-src 'self' blob:",
+      "connect-src 'self'",
+      "frame-ancestors 'none'",
+    ].join('; ');
+    const context = await web.browser.newContext({ viewport: DESKTOP });
+    // The page itself carries the policy (the stream and the API pass untouched).
+    await context.route(
+      (url) => url.pathname === '/' || url.pathname.startsWith('/c/'),
+      async (route) => {
+        const response = await route.fetch();
+        await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': csp } });
+      },
+    );
+    await context.addInitScript(() => {
+      const w = window as unknown as { refused: string[] };
+      w.refused = [];
+      document.addEventListener('securitypolicyviolation', (e) =>
+        w.refused.push(`${e.violatedDirective} ${e.blockedURI}`),
+      );
+    });
+    const page = await context.newPage();
+    await page.goto(web.portal.baseURL + '/');
+    await page.getByLabel('API key').fill(KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('switch', { name: 'Formatted replies' }).check();
+    await newConversation(page);
+    web.script('## Plan\n\n```json\n{"a": 1}\n```');
+    await send(page, 'A plan please');
+    await settled(page);
+    await page.locator('article[data-role="assistant"] h2', { hasText: 'Plan' }).waitFor();
+    await page.getByRole('meter', { name: 'Context' }).waitFor();
+    await page.reload();
+    await page.locator('article[data-role="assistant"] h2', { hasText: 'Plan' }).waitFor();
+    const refused = () => page.evaluate(() => (window as unknown as { refused: string[] }).refused);
+    expect(await refused()).toEqual([]);
+    // The policy is in force: an inline style set now is refused and seen.
+    await page.evaluate(() => document.body.setAttribute('style', 'color: red'));
+    expect(await until(refused, (r) => r.length > 0)).toEqual([expect.stringMatching(/^style-src/)]);
+    await context.close();
+  });
+
   it('serves a favicon, and no inline script or style', async () => {
     const res = await fetch(`${web.portal.baseURL}/favicon.svg`);
     expect(res.status).toBe(200);
