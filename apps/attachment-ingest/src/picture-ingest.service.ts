@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { BLOB_STORE, PictureCopies, PictureRenderError, type BlobStore } from '@portal/dal';
+import { BLOB_STORE, PictureCopies, PictureRenderError, visionLimitsFor, type BlobStore } from '@portal/dal';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import type { IngestContext } from './ingest.types';
 import { ImageRepository } from './media/image.repository';
 import { UnreadableFileError } from './media/media.errors';
-import { visionLimitsFor } from './picture-size.util';
 
 /**
  * A picture: its header probed (format, size after EXIF orientation, pixel limit), then its copy

@@ -42,16 +42,17 @@ export interface GatewayConfig extends CommonConfig {
 export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');
 
 export function readConfig(env: Env): GatewayConfig {
+  const catalogue = loadCatalogue(env);
   return {
     ...readCommonConfig(env),
     port: envInt(env, 'PORT', 3000, { min: 1, max: 65535 }),
     host: envString(env, 'HOST', '0.0.0.0'),
     bootstrapFile: env.PORTAL_BOOTSTRAP_FILE || null,
-    catalogue: loadCatalogue(env),
+    catalogue,
     toolUrlAllow: readToolUrlAllow(env),
     limits: limitsFromEnv(env),
     portalFloor: readPortalFloor(env.PORTAL_BOOTSTRAP_FILE || null),
-    attachments: readAttachmentsConfig(env),
+    attachments: readAttachmentsConfig(env, catalogue),
     rateLimit: readRateLimitConfig(env),
     operatorOrgs: envString(env, 'PORTAL_OPERATOR_ORGS', '')
       .split(',')

@@ -73,7 +73,7 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
     imports: [
       DalModule.forRoot(db.url, 2),
       QueueModule.forRoot({ redisUrl, prefix }),
-      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs }),
+      AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs, catalogue: [] }),
     ],
     providers: [
       { provide: GATEWAY_CONFIG, useValue: { redisUrl, prefix, sessionTtlMs: 60_000 } },

@@ -104,4 +104,23 @@ export const ATTACHMENT_PATHS: Record<string, PathItem> = {
       },
     },
   },
+  '/v1/attachments/{id}/content': {
+    get: {
+      summary: "One of the caller's pictures as its model reads it",
+      description:
+        'The copy ingest made (the size the manifest names), reduced to the limits of the model of the ' +
+        "conversation's agent and re-encoded in the picture's format without EXIF or other metadata; never " +
+        'the original. `Cache-Control: private`. A document has no content here (its bytes are not served ' +
+        'from the portal: its manifest is its preview), nor has a picture not read yet.',
+      parameters: [{ name: 'id', in: 'path', required: true, description: 'Attachment id', schema: str }],
+      responses: {
+        200: {
+          description: 'The picture',
+          content: { 'image/*': { schema: { type: 'string', format: 'binary' } } },
+        },
+        401: error('`unauthorized`: no valid API key'),
+        404: error("`not_found`: missing, another org's or another user's, a document, or not read yet"),
+      },
+    },
+  },
 };

@@ -2,3 +2,4 @@ export * from './attachment-type.util';
 export * from './attachment-tools.service';
 export * from './blob-store';
 export * from './picture-copies';
+export * from './picture-size.util';

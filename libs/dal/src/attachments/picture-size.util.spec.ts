@@ -1,5 +1,5 @@
 import type { ModelEntry } from '@portal/model';
-import { fitWithin } from '@portal/dal';
+import { fitWithin } from './picture-copies';
 import { FALLBACK_VISION, visionLimitsFor } from './picture-size.util';
 
 const model = (id: string, vision: ModelEntry['vision']): ModelEntry => ({
