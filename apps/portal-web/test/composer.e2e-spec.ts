@@ -1,9 +1,11 @@
+import sharp from 'sharp';
 import { ApiClient } from '@portal/testing';
 import {
   answerTexts,
   conversationId,
   KEY,
   newConversation,
+  SEEING_AGENT,
   send,
   settled,
   startWebHarness,
@@ -345,6 +347,38 @@ describe('the portal web client, composer', () => {
         (t) => t.length === 2 && t.every((c) => c.includes('·')),
       ),
     ).toEqual(['dropped.md · document', 'pasted.csv · document']);
+    await page.context().close();
+  });
+
+  it('shows a thumbnail of a picture in the tray and on the message, for a model that can see', async () => {
+    const page = await web.signedInPage();
+    await newConversation(page, SEEING_AGENT);
+    const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#c33' } })
+      .png()
+      .toBuffer();
+    await page
+      .getByLabel('Attach files')
+      .setInputFiles({ name: 'red.png', mimeType: 'image/png', buffer: png });
+    const thumb = page.locator('.tray-item img.thumbnail');
+    await thumb.waitFor();
+    expect(await thumb.getAttribute('alt')).toBe('Picture red.png');
+    expect(
+      await until(
+        () => thumb.evaluate((img: HTMLImageElement) => img.naturalWidth),
+        (w) => w > 0,
+      ),
+    ).toBe(64);
+    web.script('A red rectangle.');
+    await send(page, 'What is this?');
+    await settled(page);
+    const onMessage = page.locator('article[data-role="user"] img.thumbnail');
+    await onMessage.waitFor();
+    expect(
+      await until(
+        () => onMessage.evaluate((img: HTMLImageElement) => img.naturalHeight),
+        (h) => h > 0,
+      ),
+    ).toBe(48);
     await page.context().close();
   });
 

@@ -38,6 +38,8 @@ export type Viewport = { width: number; height: number };
 export const AGENT = 'helper';
 /** An agent on a model with a small context window: a long answer makes the next turn compact. */
 export const SMALL_AGENT = 'small';
+/** An agent on a model that can see pictures. */
+export const SEEING_AGENT = 'seer';
 
 export interface WebHarness {
   portal: RunningPortal;
@@ -120,6 +122,15 @@ export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<Web
           price: { inputPerMTok: 1, outputPerMTok: 2, cachedInputPerMTok: 0.5 },
         },
         {
+          id: 'fake-eyes',
+          model: 'fake',
+          baseURL: model.baseURL,
+          contextWindow: 128000,
+          vision: { maxLongSide: 2048, maxShortSide: 768 },
+          reasoning: false,
+          price: { inputPerMTok: 1, outputPerMTok: 2 },
+        },
+        {
           id: 'fake-small',
           model: 'fake',
           baseURL: model.baseURL,
@@ -175,6 +186,15 @@ export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<Web
                   requiresApproval: ['delete_ticket'],
                 },
               ],
+            },
+            {
+              id: SEEING_AGENT,
+              name: 'Seer',
+              instructions: 'Look.',
+              model: 'fake-eyes',
+              effort: 'low',
+              skills: [],
+              tools: [],
             },
             {
               id: SMALL_AGENT,
