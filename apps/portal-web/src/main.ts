@@ -244,8 +244,10 @@ function start(api: Api, me: Me): void {
 
   /** A conversation not started yet: the composer alone; its first message creates it. */
   const openNew = async (agent: AgentView) => {
-    const models = await api.models().catch(() => []);
-    const skills = await api.skills().catch(() => []);
+    // The conversation left behind goes at once: nothing is typed into it meanwhile.
+    main.replaceChildren(h('p', { class: 'loading' }, t('conversation.opening')));
+    const [models, skills] = await Promise.all([api.models().catch(() => []), api.skills().catch(() => [])]);
+    if (newAgentFromUrl() !== agent.id || conversationIdFromUrl()) return; // moved on meanwhile
     const model = models.find((m) => m.id === agent.model);
     const composer = new Composer({
       api,
