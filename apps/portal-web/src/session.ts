@@ -144,6 +144,8 @@ export class ConversationSession {
     this.view.catchUp = true;
     for (const [id, event] of buffered) this.process(id, event);
     this.view.catchUp = false;
+    // What was buffered may be counted in the transcript too (a usage row): the API's sums win.
+    if (buffered.length > 0) this.scheduleReconcile(0);
     this.composer.update();
     return conversation;
   }
@@ -199,6 +201,8 @@ export class ConversationSession {
     }
     const changes = this.transcript!.apply(id, event);
     const turn = this.transcript!.turns.get(event.turnId);
+    // A call after the turn settled (its title): the API's sums replace what was added up here.
+    if (event.type === 'usage' && turn && !isOpen(turn.status)) this.scheduleReconcile(150);
     if (event.type === 'turn_finished' || (turn && !isOpen(turn.status))) {
       if (this.anchor?.turnId === event.turnId) this.setAnchor(null);
     } else if (turn && this.anchor?.turnId !== event.turnId) {
