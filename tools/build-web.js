@@ -1,6 +1,7 @@
 // Bundles the web client (apps/portal-web) with esbuild into dist/apps/portal-web/public, where the
-// gateway serves it: app.js (+ source map), index.html and styles.css. Each file is replaced in one
-// step, so a running gateway (or a test suite building at the same time) never serves a gap.
+// gateway serves it: app.js (+ source map) and the chunks it loads on demand, index.html, styles.css
+// and favicon.svg. Each file is replaced in one step, so a running gateway (or a test suite building
+// at the same time) never serves a gap.
 const fs = require('node:fs');
 const path = require('node:path');
 const esbuild = require('esbuild');
@@ -40,10 +41,13 @@ async function main() {
   fs.mkdirSync(out, { recursive: true });
   const result = await esbuild.build({
     absWorkingDir: root,
-    entryPoints: [path.join(app, 'src', 'main.ts')],
-    outfile: path.join(out, 'app.js'),
+    entryPoints: { app: path.join(app, 'src', 'main.ts') },
+    outdir: out,
+    // ES modules split: what only some people use (formatted replies) loads when first needed.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     bundle: true,
-    format: 'iife',
+    format: 'esm',
     platform: 'browser',
     target: ['chrome110', 'firefox115', 'safari16.4'],
     tsconfig: path.join(root, 'tsconfig.base.json'),
@@ -62,12 +66,27 @@ async function main() {
     o.imports.filter((i) => i.external).map((i) => i.path),
   );
   if (external.length > 0) throw new Error(`portal-web: the bundle still needs ${external.join(', ')}`);
-  for (const file of result.outputFiles) writeAtomically(file.path, file.contents);
-  for (const file of ['index.html', 'styles.css']) {
+  for (const file of result.outputFiles) {
+    fs.mkdirSync(path.dirname(file.path), { recursive: true });
+    writeAtomically(file.path, file.contents);
+  }
+  for (const file of ['index.html', 'styles.css', 'favicon.svg']) {
     writeAtomically(path.join(out, file), fs.readFileSync(path.join(app, 'public', file)));
   }
-  const size = fs.statSync(path.join(out, 'app.js')).size;
-  console.log(`portal-web: ${path.relative(root, out)} (app.js ${(size / 1024).toFixed(1)} kB)`);
+  // What a page loads at once (app.js and the chunks it imports statically), and what waits.
+  const kB = (bytes) => `${(bytes / 1024).toFixed(1)} kB`;
+  const outputs = result.metafile.outputs;
+  const entry = path.relative(root, path.join(out, 'app.js'));
+  const first = new Set([
+    entry,
+    ...outputs[entry].imports.filter((i) => i.kind === 'import-statement').map((i) => i.path),
+  ]);
+  const scripts = Object.entries(outputs).filter(([file]) => file.endsWith('.js'));
+  const sum = (list) => list.reduce((n, [, o]) => n + o.bytes, 0);
+  console.log(
+    `portal-web: ${path.relative(root, out)} (at once ${kB(sum(scripts.filter(([f]) => first.has(f))))}, ` +
+      `on demand ${kB(sum(scripts.filter(([f]) => !first.has(f))))})`,
+  );
 }
 
 main().catch((err) => {

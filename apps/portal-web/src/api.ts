@@ -1,3 +1,4 @@
+import type { UsageRowDto } from '@portal/contracts';
 import type { AttachmentManifest, Block, TurnStatus } from '@portal/domain';
 
 /** What the client reads of the gateway's API (API.md), as JSON. */
@@ -43,8 +44,12 @@ export interface SkillView {
 
 export interface ModelView {
   id: string;
+  contextWindow: number;
+  vision: { maxLongSide: number; maxShortSide: number } | null;
   reasoning: boolean;
   effortLevels: Effort[];
+  /** Share of the window at which a turn compacts, when the catalogue sets one. */
+  compactAt?: number;
 }
 
 export interface ConversationSummary {
@@ -52,6 +57,18 @@ export interface ConversationSummary {
   agentId: string;
   title: string | null;
   updatedAt: string;
+  /** With a search (`?q=`): where the words were found. */
+  snippet?: string;
+}
+
+export type UsageRow = UsageRowDto;
+
+/** A turn's usage rows summed. */
+export interface UsageTotals {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  cost: number;
 }
 
 export interface TurnView {
@@ -61,6 +78,10 @@ export interface TurnView {
   status: TurnStatus;
   effort: Effort | null;
   error?: string | null;
+  model?: string;
+  /** Input tokens of the turn's latest call on its own model. */
+  contextTokens?: number | null;
+  usage?: UsageTotals;
 }
 
 export interface ConversationView {
@@ -141,6 +162,15 @@ export class Api {
     return this.request<T>('POST', path, body);
   }
 
+  /** The bytes of a resource, for what an element cannot fetch with the API key itself. */
+  async blob(path: string): Promise<Blob> {
+    const headers: Record<string, string> = {};
+    if (this.authorization) headers['authorization'] = this.authorization;
+    const res = await fetch(path, { headers });
+    if (!res.ok) throw new ApiError(res.status, `http_${res.status}`, res.statusText);
+    return res.blob();
+  }
+
   me = async () => {
     const me = await this.get<Me>('/v1/me');
     this.csrf = me.csrf ?? null;
@@ -153,7 +183,16 @@ export class Api {
   agent = (id: string) => this.get<AgentView>(`/v1/agents/${encodeURIComponent(id)}`);
   skills = () => this.get<SkillView[]>('/v1/skills');
   models = () => this.get<ModelView[]>('/v1/models');
-  conversations = () => this.get<ConversationSummary[]>('/v1/conversations');
+  conversations = (query = '') =>
+    this.get<ConversationSummary[]>(
+      query ? `/v1/conversations?q=${encodeURIComponent(query)}` : '/v1/conversations',
+    );
+  rename = (id: string, title: string) =>
+    this.request<ConversationView>('PATCH', `/v1/conversations/${encodeURIComponent(id)}`, { title });
+  deleteConversation = (id: string) =>
+    this.request<unknown>('DELETE', `/v1/conversations/${encodeURIComponent(id)}`);
+  retry = (turnId: string) => this.post<{ turnId: string }>(`/v1/turns/${encodeURIComponent(turnId)}/retry`);
+  attachmentContent = (id: string) => this.blob(`/v1/attachments/${encodeURIComponent(id)}/content`);
   conversation = (id: string) => this.get<ConversationView>(`/v1/conversations/${encodeURIComponent(id)}`);
   messages = (id: string) => this.get<MessageView[]>(`/v1/conversations/${encodeURIComponent(id)}/messages`);
   createConversation = (agentId: string) => this.post<{ id: string }>('/v1/conversations', { agentId });

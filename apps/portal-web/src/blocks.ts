@@ -2,6 +2,7 @@ import type { Block, BlockOf } from '@portal/domain';
 import { parseLeadingSlugs, summaryForPeople } from '@portal/prompt';
 import type { Api } from './api';
 import { h, uid } from './dom';
+import { t } from './i18n';
 
 /**
  * How each finished block is drawn (SPEC 9). Text is plain text (white-space kept, no markup);
@@ -16,7 +17,7 @@ export function userText(el: HTMLElement, text: string): void {
       h(
         'span',
         { class: 'pill' },
-        h('span', { class: 'pill-label' }, 'Compact'),
+        h('span', { class: 'pill-label' }, t('block.compactPill')),
         parsed.compactInstructions ? h('span', { class: 'pill-text' }, parsed.compactInstructions) : null,
       ),
     );
@@ -39,7 +40,7 @@ export function userText(el: HTMLElement, text: string): void {
 export function thinking(el: HTMLElement, text: string, live: boolean): void {
   const gist = text.replace(/\s+/g, ' ').trim();
   el.replaceChildren(
-    h('span', { class: 'thinking-label' }, live ? 'Thinking' : 'Thought'),
+    h('span', { class: 'thinking-label' }, live ? t('turn.thinking') : t('turn.thought')),
     // One line, never opened: the tail while it streams, the opening once it is done.
     h(
       'span',
@@ -49,16 +50,48 @@ export function thinking(el: HTMLElement, text: string, live: boolean): void {
   );
 }
 
+/** Arguments as pretty JSON (as they came when they are not JSON): every character of them. */
+export function prettyArguments(args: string): string {
+  try {
+    return JSON.stringify(JSON.parse(args), null, 2);
+  } catch {
+    return args;
+  }
+}
+
+/**
+ * Every argument, in full: nothing is cut, a long value wraps and the box scrolls (SPEC 9: nothing
+ * may be approved unseen). Focusable, so the keyboard can scroll it too.
+ */
+function argumentsBox(name: string, args: string): HTMLElement {
+  return h(
+    'pre',
+    { class: 'tool-args', tabindex: 0, 'aria-label': t('block.arguments', { name }) },
+    prettyArguments(args),
+  );
+}
+
 function argumentsPreview(args: string): string {
   const flat = args.replace(/\s+/g, ' ').trim();
   return flat.length > 120 ? `${flat.slice(0, 119)}…` : flat;
 }
 
+/** A call: its name and arguments on one line, opening to the arguments in full. */
 export function toolUse(el: HTMLElement, block: BlockOf<'tool_use'>): void {
   el.replaceChildren(
-    h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
-    h('span', { class: 'tool-name' }, block.name),
-    h('code', { class: 'tool-args' }, argumentsPreview(block.arguments)),
+    h(
+      'details',
+      {},
+      h(
+        'summary',
+        {},
+        h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
+        h('span', { class: 'tool-name' }, block.name),
+        ' ',
+        h('code', { class: 'tool-args-line' }, argumentsPreview(block.arguments)),
+      ),
+      argumentsBox(block.name, block.arguments),
+    ),
   );
 }
 
@@ -90,13 +123,13 @@ export function compaction(el: HTMLElement, block: BlockOf<'compaction'>): void 
       { class: 'compaction' },
       h(
         'summary',
-        { title: `Turns ${block.coversTurns.from}–${block.coversTurns.to}: show the summary` },
+        { title: t('block.showSummary', { from: block.coversTurns.from, to: block.coversTurns.to }) },
         h(
           'span',
-          { class: 'divider', role: 'separator', 'aria-label': 'Context summarised' },
+          { class: 'divider', role: 'separator', 'aria-label': t('block.compaction') },
           h('span', { class: 'rule' }),
-          h('span', { class: 'divider-label' }, 'Context summarised'),
-          auto ? h('span', { class: 'auto-mark' }, 'automatic') : null,
+          h('span', { class: 'divider-label' }, t('block.compaction')),
+          auto ? h('span', { class: 'auto-mark' }, t('block.automatic')) : null,
           h('span', { class: 'rule' }),
         ),
       ),
@@ -118,7 +151,7 @@ export function request(el: HTMLElement, block: Block, ctx: RequestContext): voi
 function clarification(el: HTMLElement, block: BlockOf<'clarification_request'>, ctx: RequestContext): void {
   const question = h('p', { class: 'request-question' }, block.question);
   if (block.answer !== null) {
-    el.replaceChildren(question, h('p', { class: 'request-answer' }, 'Answered: ', block.answer));
+    el.replaceChildren(question, h('p', { class: 'request-answer' }, t('request.answered'), block.answer));
     return;
   }
   const error = h('p', { class: 'request-error', role: 'alert' });
@@ -137,11 +170,11 @@ function clarification(el: HTMLElement, block: BlockOf<'clarification_request'>,
   };
   const form = h(
     'form',
-    { class: 'request-form', 'aria-label': 'Answer the question' },
+    { class: 'request-form', 'aria-label': t('request.answerForm') },
     block.options.length > 0
       ? h(
           'div',
-          { class: 'request-options', role: 'group', 'aria-label': 'Options' },
+          { class: 'request-options', role: 'group', 'aria-label': t('request.options') },
           ...block.options.map((option) =>
             h('button', { type: 'button', class: 'option', onclick: () => void send(option) }, option),
           ),
@@ -150,9 +183,9 @@ function clarification(el: HTMLElement, block: BlockOf<'clarification_request'>,
     h(
       'div',
       { class: 'request-row' },
-      h('label', { for: fieldId }, 'Your answer'),
+      h('label', { for: fieldId }, t('request.answer')),
       field,
-      h('button', { type: 'submit' }, 'Reply'),
+      h('button', { type: 'submit' }, t('request.reply')),
     ),
     error,
   );
@@ -164,14 +197,12 @@ function clarification(el: HTMLElement, block: BlockOf<'clarification_request'>,
 }
 
 function approval(el: HTMLElement, block: BlockOf<'approval_request'>, ctx: RequestContext): void {
+  const [before, after] = t('request.run', { name: '\u0000' }).split('\u0000');
   const head = h(
-    'p',
-    { class: 'request-question' },
-    'Run ',
-    h('span', { class: 'tool-name' }, block.name),
-    ' ',
-    h('code', { class: 'tool-args' }, argumentsPreview(block.arguments)),
-    '?',
+    'div',
+    { class: 'request-head' },
+    h('p', { class: 'request-question' }, before, h('span', { class: 'tool-name' }, block.name), after),
+    argumentsBox(block.name, block.arguments),
   );
   if (block.approved !== null) {
     el.replaceChildren(
@@ -179,7 +210,7 @@ function approval(el: HTMLElement, block: BlockOf<'approval_request'>, ctx: Requ
       h(
         'p',
         { class: 'request-answer', 'data-approved': String(block.approved) },
-        block.approved ? 'Approved' : 'Denied',
+        block.approved ? t('request.approved') : t('request.denied'),
         block.note ? ` — ${block.note}` : '',
       ),
     );
@@ -201,13 +232,17 @@ function approval(el: HTMLElement, block: BlockOf<'approval_request'>, ctx: Requ
   };
   const form = h(
     'form',
-    { class: 'request-form', 'aria-label': 'Approval' },
-    h('div', { class: 'request-row' }, h('label', { for: noteId }, 'Note (optional)'), note),
+    { class: 'request-form', 'aria-label': t('request.approval') },
+    h('div', { class: 'request-row' }, h('label', { for: noteId }, t('request.note')), note),
     h(
       'div',
       { class: 'request-options' },
-      h('button', { type: 'button', class: 'approve', onclick: () => void decide(true) }, 'Approve'),
-      h('button', { type: 'button', class: 'deny', onclick: () => void decide(false) }, 'Deny'),
+      h(
+        'button',
+        { type: 'button', class: 'approve', onclick: () => void decide(true) },
+        t('request.approve'),
+      ),
+      h('button', { type: 'button', class: 'deny', onclick: () => void decide(false) }, t('request.deny')),
     ),
     error,
   );

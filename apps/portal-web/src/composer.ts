@@ -10,12 +10,20 @@ import {
 } from './api';
 import { AttachmentTray } from './attachments';
 import { h, uid } from './dom';
+import { draftKey, loadDraft, saveDraft } from './drafts';
+import { t } from './i18n';
 import type { TurnModel } from './transcript';
 
 export interface ComposerOptions {
   api: Api;
-  conversationId: string;
+  /** Null for a conversation not started yet: the first message creates it (`create`). */
+  conversationId: string | null;
+  create?: () => Promise<string>;
+  /** A message was taken; `created` when it started the conversation. */
+  onSent?: (conversationId: string, created: boolean) => void;
   agent: AgentView;
+  /** The agent's model, and whether it can see pictures. */
+  model: { id: string; sees: boolean };
   /** What GET /v1/skills shows the caller. */
   skills: SkillView[];
   /** The model reasons (effort is sent); otherwise the level is only recorded. */
@@ -43,6 +51,9 @@ export class Composer {
   readonly el: HTMLFormElement;
   private readonly field: HTMLTextAreaElement;
   private readonly notice = h('p', { class: 'composer-notice', role: 'alert' });
+  /** While the notice's cause holds; once it is gone, so is the notice. */
+  private noticeHolds: (() => boolean) | null = null;
+  private readonly draftKey: string;
   private readonly list: HTMLUListElement;
   private readonly effortSelect: HTMLSelectElement;
   private readonly sendButton: HTMLButtonElement;
@@ -58,13 +69,21 @@ export class Composer {
     const listId = uid('slugs');
     const effortId = uid('effort');
     const fileId = uid('file');
-    this.tray = new AttachmentTray(options.api, options.conversationId);
+    this.draftKey = draftKey(
+      options.conversationId ? { conversationId: options.conversationId } : { agentId: options.agent.id },
+    );
+    this.tray = new AttachmentTray({
+      api: options.api,
+      conversationId: options.conversationId,
+      model: options.model,
+      onChange: () => this.saveDraft(),
+    });
     this.suggestions = catalogue(options.agent, options.skills);
 
     this.field = h('textarea', {
       id: fieldId,
       rows: 2,
-      placeholder: 'Write a message — / for skills',
+      placeholder: t('composer.placeholder'),
       'aria-autocomplete': 'list',
       'aria-controls': listId,
       autocomplete: 'off',
@@ -73,16 +92,14 @@ export class Composer {
       id: listId,
       class: 'completion',
       role: 'listbox',
-      'aria-label': 'Skills',
+      'aria-label': t('composer.skills'),
       hidden: true,
     });
     this.effortSelect = h(
       'select',
       {
         id: effortId,
-        title: options.reasons
-          ? 'How hard the model thinks'
-          : 'This model does not reason: the level is recorded only',
+        title: options.reasons ? t('composer.effortTitle') : t('composer.effortRecorded'),
       },
       ...EFFORTS.map((e) => h('option', { value: e, selected: e === options.effort }, e)),
     );
@@ -91,20 +108,20 @@ export class Composer {
       type: 'file',
       multiple: true,
       class: 'visually-hidden',
-      'aria-label': 'Attach files',
+      'aria-label': t('composer.attach'),
     });
-    this.sendButton = h('button', { type: 'submit', class: 'send' }, 'Send');
-    this.cancelButton = h('button', { type: 'button', class: 'cancel', hidden: true }, 'Cancel');
+    this.sendButton = h('button', { type: 'submit', class: 'send' }, t('composer.send'));
+    this.cancelButton = h('button', { type: 'button', class: 'cancel', hidden: true }, t('composer.cancel'));
 
     this.el = h(
       'form',
-      { class: 'composer', 'aria-label': 'Composer' },
+      { class: 'composer', 'aria-label': t('composer.label'), 'data-drop-hint': t('composer.dropHere') },
       this.tray.el,
       this.notice,
       h(
         'div',
         { class: 'composer-field' },
-        h('label', { for: fieldId, class: 'visually-hidden' }, 'Message'),
+        h('label', { for: fieldId, class: 'visually-hidden' }, t('composer.message')),
         this.field,
         this.list,
       ),
@@ -112,8 +129,8 @@ export class Composer {
         'div',
         { class: 'composer-bar' },
         file,
-        h('label', { for: fileId, class: 'attach', title: 'Attach files' }, 'Attach'),
-        h('label', { for: effortId, class: 'effort-label' }, 'Effort'),
+        h('label', { for: fileId, class: 'attach', title: t('composer.attach') }, t('composer.attachShort')),
+        h('label', { for: effortId, class: 'effort-label' }, t('composer.effort')),
         this.effortSelect,
         h('span', { class: 'spacer' }),
         this.cancelButton,
@@ -129,6 +146,26 @@ export class Composer {
       this.say('');
       this.fit();
       this.complete();
+      this.saveDraft();
+    });
+    // Files dropped on the composer or pasted into the field are attached like picked ones.
+    this.el.addEventListener('dragover', (e) => {
+      if (!e.dataTransfer?.types.includes('Files')) return;
+      e.preventDefault();
+      this.el.classList.add('dropping');
+    });
+    this.el.addEventListener('dragleave', () => this.el.classList.remove('dropping'));
+    this.el.addEventListener('drop', (e) => {
+      this.el.classList.remove('dropping');
+      if (!e.dataTransfer || e.dataTransfer.files.length === 0) return;
+      e.preventDefault();
+      this.tray.add(e.dataTransfer.files);
+    });
+    this.field.addEventListener('paste', (e) => {
+      const files = e.clipboardData?.files;
+      if (!files || files.length === 0) return;
+      if (!e.clipboardData!.types.includes('text/plain')) e.preventDefault();
+      this.tray.add(files);
     });
     this.field.addEventListener('click', () => this.complete());
     this.field.addEventListener('keydown', (e) => this.onKey(e));
@@ -138,6 +175,9 @@ export class Composer {
       void this.send();
     });
     this.cancelButton.addEventListener('click', () => void this.cancel());
+    const draft = loadDraft(this.draftKey);
+    this.field.value = draft.text;
+    this.tray.restore(draft.attachmentIds);
     this.update();
   }
 
@@ -158,10 +198,15 @@ export class Composer {
     this.el.dataset.turn = turn?.status ?? 'none';
     this.field.placeholder =
       turn?.status === 'paused'
-        ? 'The agent is waiting for your answer above'
+        ? t('composer.placeholderPaused')
         : turn
-          ? 'Steer the running turn — it reads this before its next step'
-          : 'Write a message — / for skills';
+          ? t('composer.placeholderSteer')
+          : t('composer.placeholder');
+    if (this.noticeHolds && !this.noticeHolds()) this.say('');
+  }
+
+  private saveDraft(): void {
+    saveDraft(this.draftKey, { text: this.field.value, attachmentIds: this.tray.ids() });
   }
 
   /** The field grows with what is typed (up to a cap in the style sheet). */
@@ -170,43 +215,51 @@ export class Composer {
     this.field.style.height = `${this.field.scrollHeight}px`;
   }
 
-  private say(text: string): void {
+  /** Says why something was refused; `holds` tells when that is no longer so (then it goes). */
+  private say(text: string, holds: (() => boolean) | null = null): void {
     this.notice.textContent = text;
+    this.noticeHolds = text ? holds : null;
   }
 
   private async send(): Promise<void> {
     const text = this.field.value;
     if (!text.trim()) {
-      if (this.tray.count > 0) this.say('Write a few words to go with the attachments.');
+      if (this.tray.count > 0) this.say(t('composer.needText'));
       return;
     }
     const turn = this.options.openTurn();
     const parsed = parseLeadingSlugs(text);
     if (parsed.isCompact && turn) {
-      this.say(
-        'A turn is running: /compact would reach it as plain text. Wait until it finishes, or cancel it first.',
-      );
+      this.say(t('composer.compactRunning'), () => this.options.openTurn() !== null);
       return;
     }
     if (parsed.isCompact && this.tray.count > 0) {
-      this.say('/compact cannot carry attachments: remove them first.');
+      this.say(t('composer.compactAttachments'), () => this.tray.count > 0);
       return;
     }
     if (turn?.status === 'paused') {
-      this.say('The agent is waiting for your answer to its request above.');
+      this.say(t('composer.paused'), () => this.options.openTurn()?.status === 'paused');
+      return;
+    }
+    const refused = this.tray.refused;
+    if (refused) {
+      this.say(refused, () => this.tray.refused !== null);
       return;
     }
     if (this.tray.uploading) {
-      this.say('Wait until the attachments have uploaded.');
+      this.say(t('composer.uploading'), () => this.tray.uploading);
       return;
     }
     // Checked after the refusals above: a turn can open (over SSE) before its POST has answered.
     if (this.sending) return;
     this.sending = true;
     this.sendButton.disabled = true;
+    const created = this.options.conversationId === null;
+    let conversationId: string | null = null;
     try {
+      conversationId = this.options.conversationId ?? (await this.options.create!());
       const attachmentIds = this.tray.ids();
-      await this.options.api.send(this.options.conversationId, {
+      await this.options.api.send(conversationId, {
         text,
         ...(attachmentIds.length > 0 ? { attachmentIds } : {}),
         effort: this.effortSelect.value as Effort,
@@ -219,8 +272,15 @@ export class Composer {
       this.tray.clear();
       this.effortSelect.value = this.options.effort;
       this.say('');
+      this.saveDraft();
+      this.options.onSent?.(conversationId, created);
     } catch (err) {
-      this.say(err instanceof ApiError ? err.message : `Not sent: ${(err as Error).message}`);
+      // A conversation started for a message that was refused is removed: no empty ones are left.
+      if (created && conversationId)
+        void this.options.api.deleteConversation(conversationId).catch(() => undefined);
+      this.say(
+        err instanceof ApiError ? err.message : t('composer.notSent', { message: (err as Error).message }),
+      );
     } finally {
       this.sending = false;
       this.sendButton.disabled = false;
@@ -248,11 +308,14 @@ export class Composer {
         this.drawList();
         return;
       }
-      if (e.key === 'Enter' || e.key === 'Tab') {
+      const typedWhole = this.shown[this.active].slug === this.query();
+      if ((e.key === 'Enter' && !typedWhole) || e.key === 'Tab') {
         e.preventDefault();
         this.accept(this.shown[this.active]);
         return;
       }
+      // The command is typed in full (`/compact`): Enter sends it, as anywhere else.
+      if (e.key === 'Enter') this.closeList();
       if (e.key === 'Escape') {
         e.preventDefault();
         this.closeList();
@@ -265,12 +328,22 @@ export class Composer {
     }
   }
 
-  private complete(): void {
+  /** The partial slug at the caret, or null when the caret is not in one. */
+  private query(): string | null {
+    if (this.field.selectionStart !== this.field.selectionEnd) return null;
     const before = this.field.value.slice(0, this.field.selectionStart ?? 0);
-    const match = SLUG_AT_CARET.exec(before);
-    if (!match || this.field.selectionStart !== this.field.selectionEnd) return this.closeList();
-    const query = match[1];
-    this.shown = this.suggestions.filter((s) => s.slug.startsWith(query)).slice(0, 8);
+    return SLUG_AT_CARET.exec(before)?.[1] ?? null;
+  }
+
+  private complete(): void {
+    const query = this.query();
+    if (query === null) return this.closeList();
+    // Anywhere in the slug (`/check` finds `fact-check`), those that start with it first.
+    const found = this.suggestions.filter((s) => s.slug.includes(query));
+    this.shown = [
+      ...found.filter((s) => s.slug.startsWith(query)),
+      ...found.filter((s) => !s.slug.startsWith(query)),
+    ].slice(0, 8);
     this.active = 0;
     if (this.shown.length === 0) return this.closeList();
     this.drawList();
@@ -314,6 +387,7 @@ export class Composer {
     this.field.setSelectionRange(at, at);
     this.closeList();
     this.field.focus();
+    this.saveDraft();
   }
 }
 
@@ -339,11 +413,11 @@ function catalogue(agent: AgentView, skills: SkillView[]): Suggestion[] {
     ...active
       .filter((s) => !isBound(s))
       .sort(bySlug)
-      .map((s) => entry(s, s.published ? 'not bound to this agent' : 'draft')),
+      .map((s) => entry(s, s.published ? t('skill.unbound') : t('skill.draft'))),
     {
       slug: COMPACT_COMMAND,
-      label: 'Compact',
-      detail: 'Summarise the conversation so far; instructions may follow.',
+      label: t('block.compactPill'),
+      detail: t('compact.detail'),
     },
   ];
 }

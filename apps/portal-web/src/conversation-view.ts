@@ -1,8 +1,14 @@
+import type { BlockOf } from '@portal/domain';
 import { SCREEN_LIMITS } from '@portal/prompt';
 import type { Api, AttachmentManifest } from './api';
+import { attachmentPreview } from './attachments';
 import * as draw from './blocks';
 import { h } from './dom';
+import { describeFailure } from './failure';
+import { formatNumber, t } from './i18n';
 import { LiveText } from './live-text';
+import { copyText } from './clipboard';
+import { formattedReplies, onFormattedReplies } from './settings';
 import {
   isOpen,
   type BlockModel,
@@ -18,6 +24,8 @@ export interface ViewHooks {
   announce(text: string): void;
   /** A turn's status changed (the composer shows Cancel, refuses what it must). */
   onTurn(turn: TurnModel, settled: boolean): void;
+  /** A turn's usage rows changed (the context meter follows the newest call). */
+  onUsage(turn: TurnModel): void;
 }
 
 /**
@@ -31,11 +39,20 @@ export class ConversationView {
   private readonly live = new Map<string, LiveText>();
   private readonly notes = new Map<string, HTMLElement>();
   private readonly efforts = new Map<string, HTMLElement>();
+  private readonly usages = new Map<string, HTMLElement>();
+  private readonly announced = new Set<string>();
   private readonly thinkingIndicator = h(
     'div',
     { class: 'indicator thinking-indicator', role: 'status' },
-    h('span', { class: 'shimmer' }, 'Thinking'),
+    h('span', { class: 'shimmer' }, t('turn.thinking')),
   );
+  private formatted = formattedReplies();
+  private readonly unsubscribe = onFormattedReplies((on) => {
+    this.formatted = on;
+    for (const block of this.transcript.messages.flatMap((m) => m.blocks)) {
+      if (block.kind === 'text' && !this.live.has(block.id)) this.drawBlock(block);
+    }
+  });
   private compactingState: { el: HTMLElement; timer: number } | null = null;
   private static manifests = new Map<string, Promise<AttachmentManifest | null>>();
   /** While the events buffered on opening are applied: what streamed before shows at once. */
@@ -67,6 +84,10 @@ export class ConversationView {
           this.hooks.onTurn(change.turn, change.settled);
           if (change.settled && !this.catchUp) this.announceSettled(change.turn);
           break;
+        case 'usage':
+          this.drawUsage(change.turn);
+          this.hooks.onUsage(change.turn);
+          break;
       }
     }
     if (structure) this.render();
@@ -75,6 +96,7 @@ export class ConversationView {
   destroy(): void {
     for (const text of this.live.values()) text.settle();
     this.stopCompacting();
+    this.unsubscribe();
   }
 
   /** Reconciles the elements with the transcript's messages and turns. */
@@ -111,6 +133,8 @@ export class ConversationView {
         if (effort) wanted.push(effort);
         effort?.classList.toggle('dimmed', dim);
       }
+      const usage = messages.length > 0 && turn.kind === 'turn' ? this.usageOf(turn) : null;
+      if (usage) wanted.push(usage);
       const indicator = this.indicatorFor(turn);
       if (indicator) wanted.push(indicator);
     }
@@ -130,16 +154,73 @@ export class ConversationView {
     return null;
   }
 
+  /**
+   * Why a turn failed or stopped, in words and with the code for support, and on the latest one
+   * a `Retry` (POST /v1/turns/:id/retry: the same message again, as a new turn).
+   */
   private note(turn: TurnModel): HTMLElement {
     let el = this.notes.get(turn.id);
     if (!el) {
-      el = h('p', { class: 'turn-note', 'data-turn-status': turn.status });
+      el = h('div', { class: 'turn-note', 'data-turn-status': turn.status });
       this.notes.set(turn.id, el);
     }
+    const latest = this.transcript.latestTurn() === turn && turn.kind === 'turn';
+    const drawn = `${turn.status} ${latest} ${turn.error}`;
+    if (el.dataset.drawn === drawn) return el; // kept as it is: a focused Retry keeps its focus
+    el.dataset.drawn = drawn;
     el.dataset.turnStatus = turn.status;
-    el.textContent =
-      turn.status === 'cut_off' ? 'Stopped.' : `This turn failed${turn.error ? `: ${turn.error}` : '.'}`;
+    const { reason, code } = describeFailure(turn.error);
+    const text =
+      turn.status === 'failed'
+        ? t('turn.failed', { reason })
+        : turn.error
+          ? t('turn.stoppedWhy', { reason })
+          : t('turn.stopped');
+    const parts: Node[] = [h('p', { class: 'turn-note-text' }, text)];
+    if (code && turn.error)
+      parts.push(h('p', { class: 'turn-note-code', title: turn.error }, t('turn.code', { code })));
+    if (latest) {
+      const error = h('p', { class: 'request-error', role: 'alert' });
+      const retry = h('button', { type: 'button', class: 'retry' }, t('turn.retry'));
+      retry.addEventListener('click', async () => {
+        retry.disabled = true;
+        error.textContent = '';
+        try {
+          await this.hooks.api.retry(turn.id);
+        } catch (err) {
+          error.textContent = (err as Error).message;
+          retry.disabled = false;
+        }
+      });
+      parts.push(retry, error);
+    }
+    el.replaceChildren(...parts);
     return el;
+  }
+
+  /** A turn's tokens and cost, from its usage rows (summed by the API, then as they stream). */
+  private usageOf(turn: TurnModel): HTMLElement {
+    let el = this.usages.get(turn.id);
+    if (!el) {
+      el = h('p', { class: 'turn-usage', 'data-turn-id': turn.id, title: t('usage.label') });
+      this.usages.set(turn.id, el);
+    }
+    this.drawUsage(turn);
+    return el;
+  }
+
+  private drawUsage(turn: TurnModel): void {
+    const el = this.usages.get(turn.id);
+    if (!el) return;
+    const { inputTokens, outputTokens, cost } = turn.usage;
+    el.textContent =
+      inputTokens + outputTokens === 0
+        ? ''
+        : t('usage.line', {
+            input: formatNumber(inputTokens),
+            output: formatNumber(outputTokens),
+            cost: formatNumber(cost, { style: 'currency', currency: 'USD', maximumFractionDigits: 4 }),
+          });
   }
 
   /** The level the turn ran at, as recorded on it, under the message that opened it. */
@@ -150,7 +231,7 @@ export class ConversationView {
       el = h('p', { class: 'turn-effort', 'data-turn-id': turn.id });
       this.efforts.set(turn.id, el);
     }
-    el.textContent = `Effort: ${turn.effort}`;
+    el.textContent = t('turn.effort', { level: turn.effort });
     return el;
   }
 
@@ -162,7 +243,7 @@ export class ConversationView {
       'div',
       { class: 'indicator compacting', role: 'status' },
       h('span', { class: 'rule left' }),
-      h('span', { class: 'shimmer' }, 'Summarising conversation'),
+      h('span', { class: 'shimmer' }, t('turn.summarising')),
       clock,
       h('span', { class: 'rule right' }),
     );
@@ -198,10 +279,22 @@ export class ConversationView {
     if (!article) {
       article = h(
         'article',
-        { 'data-role': message.role, 'aria-label': message.role === 'user' ? 'You' : 'Assistant' },
+        {
+          'data-role': message.role,
+          'aria-label': message.role === 'user' ? t('conversation.you') : t('conversation.assistant'),
+        },
         h('div', { class: 'blocks' }),
       );
       if (message.attachmentIds.length > 0) article.append(this.attachmentList(message.attachmentIds));
+      // The label is drawn by the style sheet: the article's text stays the message's own.
+      const copy = h('button', {
+        type: 'button',
+        class: 'copy',
+        'aria-label': t('block.copy'),
+        'data-label': t('block.copy'),
+      });
+      copy.addEventListener('click', () => void copyText(messageText(message), copy));
+      article.append(h('div', { class: 'message-actions' }, copy));
       this.articles.set(message.key, article);
     }
     article.dataset.turnId = message.turnId;
@@ -209,9 +302,10 @@ export class ConversationView {
   }
 
   private attachmentList(ids: string[]): HTMLElement {
-    const list = h('ul', { class: 'message-attachments', 'aria-label': 'Attachments' });
+    const list = h('ul', { class: 'message-attachments', 'aria-label': t('tray.label') });
     for (const id of ids) {
-      const item = h('li', { class: 'attachment-chip' }, id);
+      const label = h('span', {}, id);
+      const item = h('li', { class: 'attachment-chip' }, label);
       list.append(item);
       let manifest = ConversationView.manifests.get(id);
       if (!manifest) {
@@ -219,7 +313,10 @@ export class ConversationView {
         ConversationView.manifests.set(id, manifest);
       }
       void manifest.then((m) => {
-        if (m) item.textContent = `${m.filename} · ${m.kind}${m.status === 'failed' ? ' · failed' : ''}`;
+        if (!m) return;
+        label.textContent = `${m.filename} · ${t(`tray.kind.${m.kind}`)}${m.status === 'failed' ? ` · ${t('tray.failed')}` : ''}`;
+        const preview = attachmentPreview(this.hooks.api, m);
+        if (preview) item.prepend(preview);
       });
     }
     return list;
@@ -250,7 +347,11 @@ export class ConversationView {
         const live = this.live.get(block.id);
         if (live) live.finish(data.text);
         else if (el.dataset.role === 'user') draw.userText(el, data.text);
-        else el.replaceChildren(data.text);
+        else {
+          el.classList.remove('formatted');
+          el.replaceChildren(data.text);
+          if (this.formatted) void this.format(block, el, data.text);
+        }
       } else if (!this.live.has(block.id)) {
         this.startLive(block, el);
       }
@@ -270,13 +371,38 @@ export class ConversationView {
         return draw.compaction(el, data);
       case 'clarification_request':
       case 'approval_request':
+        this.announceRequest(data);
         return draw.request(el, data, { api: this.hooks.api, turnId: block.turnId });
+    }
+  }
+
+  /** A request that waits for the person is said in the live region once, as it arrives. */
+  private announceRequest(data: BlockOf<'clarification_request' | 'approval_request'>): void {
+    if (this.announced.has(data.id)) return;
+    this.announced.add(data.id);
+    const pending = data.kind === 'approval_request' ? data.approved === null : data.answer === null;
+    if (!pending || this.catchUp) return;
+    this.hooks.announce(
+      data.kind === 'approval_request'
+        ? t('turn.announceApproval', { name: data.name })
+        : t('turn.announceQuestion', { question: data.question }),
+    );
+  }
+
+  /** The settled reply's Markdown drawn, once the formatter has loaded (plain text until then). */
+  private async format(block: BlockModel, el: HTMLElement, text: string): Promise<void> {
+    const { renderMarkdown } = await loadMarkdown();
+    const data = block.block;
+    if (this.formatted && data?.kind === 'text' && data.text === text && !this.live.has(block.id)) {
+      renderMarkdown(el, text);
     }
   }
 
   private startLive(block: BlockModel, el: HTMLElement): void {
     const live = new LiveText(el, () => {
       this.live.delete(block.id);
+      // Played out as plain text; the settled reply is then drawn as the setting says.
+      if (this.formatted) this.drawBlock(block);
       this.render();
     });
     this.live.set(block.id, live);
@@ -299,9 +425,15 @@ export class ConversationView {
   }
 
   private announceSettled(turn: TurnModel): void {
-    if (turn.status === 'cut_off') return this.hooks.announce('Stopped.');
-    if (turn.status === 'failed')
-      return this.hooks.announce(`The turn failed${turn.error ? `: ${turn.error}` : ''}.`);
+    if (turn.status === 'cut_off') return this.hooks.announce(t('turn.announceStopped'));
+    if (turn.status === 'failed') {
+      // The reason follows the status on the stream: say the failure once it is there.
+      window.setTimeout(
+        () => this.hooks.announce(t('turn.announceFailed', { reason: describeFailure(turn.error).reason })),
+        300,
+      );
+      return;
+    }
     const answer = this.transcript
       .messagesOf(turn.id)
       .flatMap((m) => (m.role === 'assistant' ? m.blocks : []))
@@ -310,6 +442,19 @@ export class ConversationView {
       .at(-1);
     if (answer?.kind === 'text') this.hooks.announce(answer.text);
   }
+}
+
+let markdown: Promise<typeof import('./markdown')> | null = null;
+function loadMarkdown(): Promise<typeof import('./markdown')> {
+  markdown ??= import('./markdown');
+  return markdown;
+}
+
+/** What `Copy` takes of a message: its text as written (the reply's Markdown, not its drawing). */
+function messageText(message: MessageModel): string {
+  const texts = message.blocks.flatMap((b) => (b.block?.kind === 'text' ? [b.block] : []));
+  const answer = texts.filter((b) => !b.narration);
+  return (answer.length > 0 ? answer : texts).map((b) => b.text).join('\n\n');
 }
 
 /** Makes `parent`'s children exactly `children`, in order, moving only what is out of place. */

@@ -1,6 +1,8 @@
 import type { PortalEvent } from '@portal/contracts';
-import type { Api, ConversationView as ConversationDto } from './api';
+import { DEFAULT_LIMITS } from '@portal/prompt';
+import type { Api, ConversationView as ConversationDto, ModelView } from './api';
 import { Composer } from './composer';
+import { ContextMeter } from './context-meter';
 import { ConversationView } from './conversation-view';
 import { h } from './dom';
 import { EventStream } from './sse';
@@ -11,6 +13,8 @@ export interface SessionHooks {
   /** A turn settled (titles may change: the list refreshes). */
   onSettled(): void;
   onFatal(status: number): void;
+  /** The event stream is up (true) or lost and being tried again (false). */
+  onConnection(up: boolean): void;
 }
 
 /**
@@ -45,6 +49,8 @@ export class ConversationSession {
   private transcript: Transcript | null = null;
   private view: ConversationView | null = null;
   private composer: Composer | null = null;
+  private meter: ContextMeter | null = null;
+  private models: ModelView[] = [];
   private buffer: [string, PortalEvent][] | null = [];
   private anchor: Anchor | null;
   private lastId: string | undefined;
@@ -70,6 +76,7 @@ export class ConversationSession {
       api.models().catch(() => []),
     ]);
     if (this.closed) return conversation;
+    this.models = models;
 
     const latest = conversation.turns.at(-1);
     const resumeFrom =
@@ -88,25 +95,34 @@ export class ConversationSession {
       onEvent: (id, data) => this.onEvent(id, data as PortalEvent),
       onOpen: () => {
         opened();
+        this.hooks.onConnection(true);
         // After a dropped connection the replay brings back what was missed; the API's transcript
         // is folded in too, in case the replay no longer holds all of it.
         if (++this.opens > 1) this.scheduleReconcile(0);
       },
       onFatal: (status) => this.hooks.onFatal(status),
+      onDown: () => this.hooks.onConnection(false),
     });
     this.stream.start();
     await Promise.race([open, new Promise((r) => setTimeout(r, OPEN_WAIT_MS))]);
-    const messages = await api.messages(this.conversationId);
+    // Turns read again with the transcript, after the stream opened: a turn that settled in between
+    // (the first one, opening with its conversation) must not stay running on the screen.
+    const [current, messages] = await Promise.all([
+      api.conversation(this.conversationId),
+      api.messages(this.conversationId),
+    ]);
     if (this.closed) return conversation;
 
-    const transcript = new Transcript(messages, conversation.turns);
+    const transcript = new Transcript(messages, current.turns);
     this.transcript = transcript;
+    const model = models.find((m) => m.id === agent.model);
     this.composer = new Composer({
       api,
       conversationId: this.conversationId,
       agent,
+      model: { id: agent.model, sees: model ? model.vision !== null : true },
       skills,
-      reasons: models.find((m) => m.id === agent.model)?.reasoning ?? true,
+      reasons: model?.reasoning ?? true,
       effort: agent.effort,
       openTurn: () => transcript.openTurn(),
     });
@@ -114,9 +130,12 @@ export class ConversationSession {
       api,
       announce: (text) => this.hooks.announce(text),
       onTurn: (turn, settled) => this.onTurn(turn, settled),
+      onUsage: () => this.showContext(),
     });
+    this.meter = new ContextMeter();
     const scroller = h('div', { class: 'scroller' }, this.view.el);
-    this.el.replaceChildren(scroller, h('div', { class: 'composer-dock' }, this.composer.el));
+    this.el.replaceChildren(scroller, h('div', { class: 'composer-dock' }, this.meter.el, this.composer.el));
+    this.showContext();
     this.followBottom(scroller);
 
     // What arrived while the transcript loaded, on top of it, at once.
@@ -125,6 +144,8 @@ export class ConversationSession {
     this.view.catchUp = true;
     for (const [id, event] of buffered) this.process(id, event);
     this.view.catchUp = false;
+    // What was buffered may be counted in the transcript too (a usage row): the API's sums win.
+    if (buffered.length > 0) this.scheduleReconcile(0);
     this.composer.update();
     return conversation;
   }
@@ -180,6 +201,8 @@ export class ConversationSession {
     }
     const changes = this.transcript!.apply(id, event);
     const turn = this.transcript!.turns.get(event.turnId);
+    // A call after the turn settled (its title): the API's sums replace what was added up here.
+    if (event.type === 'usage' && turn && !isOpen(turn.status)) this.scheduleReconcile(150);
     if (event.type === 'turn_finished' || (turn && !isOpen(turn.status))) {
       if (this.anchor?.turnId === event.turnId) this.setAnchor(null);
     } else if (turn && this.anchor?.turnId !== event.turnId) {
@@ -196,6 +219,17 @@ export class ConversationSession {
     } catch {
       // storage full or refused: a reload then starts from now
     }
+  }
+
+  /** How full the context is: the newest turn that measured it, against its model's window. */
+  private showContext(): void {
+    const turn = this.transcript
+      ?.turnList()
+      .filter((t) => t.contextTokens !== null)
+      .at(-1);
+    const model = this.models.find((m) => m.id === turn?.model);
+    if (!turn || !model) return;
+    this.meter?.show(turn.contextTokens!, model.contextWindow, model.compactAt ?? DEFAULT_LIMITS.COMPACT_AT);
   }
 
   private onTurn(_turn: TurnModel, settled: boolean): void {
@@ -219,6 +253,7 @@ export class ConversationSession {
         if (this.closed) return;
         this.view!.apply(this.transcript.merge(messages, conversation.turns));
         this.composer?.update();
+        this.showContext();
       } catch {
         // the next settle or reconnection tries again
       }

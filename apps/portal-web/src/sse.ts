@@ -70,6 +70,8 @@ export interface EventStreamOptions {
   onEvent(id: string, data: unknown): void;
   /** Each time the server answered and the stream is open (headers arrive at once). */
   onOpen?(): void;
+  /** The connection was lost or could not be made; it is being tried again. */
+  onDown?(): void;
   /** The server refused the stream for good (401, 404): no more reconnections. */
   onFatal?(status: number): void;
 }
@@ -88,6 +90,7 @@ export class EventStream {
     this.wake?.();
     this.controller?.abort();
   };
+  private readonly onOffline = () => this.controller?.abort();
 
   constructor(private readonly options: EventStreamOptions) {
     this.lastId = options.lastEventId;
@@ -100,12 +103,14 @@ export class EventStream {
 
   start(): void {
     window.addEventListener('online', this.onOnline);
+    window.addEventListener('offline', this.onOffline);
     void this.run();
   }
 
   close(): void {
     this.closed = true;
     window.removeEventListener('online', this.onOnline);
+    window.removeEventListener('offline', this.onOffline);
     this.controller?.abort();
     this.wake?.();
   }
@@ -120,6 +125,7 @@ export class EventStream {
         return;
       }
       if (status === 200) delay = RETRY_MIN_MS;
+      this.options.onDown?.();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
         this.wake = () => {

@@ -105,6 +105,42 @@ describe('Transcript', () => {
     ]);
   });
 
+  it('keeps the reason of a failed turn, which arrives after the status that settled it', () => {
+    const t = new Transcript(messages, turns);
+    t.apply('1-0', { type: 'turn_state', turnId: T, status: 'failed' });
+    const changes = t.apply('2-0', {
+      type: 'turn_finished',
+      turnId: T,
+      status: 'failed',
+      error: 'model_error: HTTP 500 after 4 attempts: upstream down',
+    });
+    expect(changes).toEqual([expect.objectContaining({ type: 'turn', settled: false })]);
+    expect(t.turns.get(T)).toMatchObject({
+      status: 'failed',
+      error: 'model_error: HTTP 500 after 4 attempts: upstream down',
+    });
+    // A reload: the API's turn carries it too, and a settled turn without one takes it.
+    const reloaded = new Transcript(messages, [turns[0], { ...turns[1], status: 'failed', error: null }]);
+    reloaded.merge(messages, [{ ...turns[1], status: 'failed', error: 'max_calls_reached' }]);
+    expect(reloaded.turns.get(T)!.error).toBe('max_calls_reached');
+  });
+
+  it("adds the usage rows a turn streams to the API's totals; a turn call sizes the context", () => {
+    const usage = { inputTokens: 100, outputTokens: 10, cachedTokens: 0, cost: 0.5 };
+    const t = new Transcript(messages, [turns[0], { ...turns[1], usage, contextTokens: 100, model: 'fake' }]);
+    const row = (kind: 'turn' | 'summary', inputTokens: number) =>
+      ({ kind, model: 'fake', inputTokens, outputTokens: 40, cachedTokens: 0, cost: 0.25 }) as const;
+    expect(t.apply('1-0', { type: 'usage', turnId: T, row: row('turn', 900) })).toEqual([
+      { type: 'usage', turn: t.turns.get(T) },
+    ]);
+    t.apply('1-0', { type: 'usage', turnId: T, row: row('turn', 900) });
+    t.apply('2-0', { type: 'usage', turnId: T, row: row('summary', 5000) });
+    expect(t.turns.get(T)).toMatchObject({
+      usage: { inputTokens: 6000, outputTokens: 90, cachedTokens: 0, cost: 1 },
+      contextTokens: 900,
+    });
+  });
+
   it('never takes an answered request back to pending, nor a settled turn back to running', () => {
     const pending: Block = {
       id: 'r1',

@@ -1,6 +1,6 @@
 import type { PortalEvent } from '@portal/contracts';
 import type { Block, BlockKind, TurnStatus } from '@portal/domain';
-import type { Effort, MessageView, TurnView } from './api';
+import type { Effort, MessageView, TurnView, UsageTotals } from './api';
 
 /**
  * The conversation as the screen knows it: the transcript loaded from the API, then the events of
@@ -42,13 +42,21 @@ export interface TurnModel {
   error: string | null;
   /** Between `compaction_started` and `compaction_finished`. */
   compacting: boolean;
+  /** Tokens and cost: the API's totals, plus the rows streamed since. */
+  usage: UsageTotals;
+  /** The model of the turn's latest call and its input tokens: how full the context is. */
+  model: string | null;
+  contextTokens: number | null;
 }
+
+const NO_USAGE: UsageTotals = { inputTokens: 0, outputTokens: 0, cachedTokens: 0, cost: 0 };
 
 export type Change =
   | { type: 'structure' }
   | { type: 'delta'; block: BlockModel; text: string }
   | { type: 'block'; block: BlockModel }
-  | { type: 'turn'; turn: TurnModel; settled: boolean };
+  | { type: 'turn'; turn: TurnModel; settled: boolean }
+  | { type: 'usage'; turn: TurnModel };
 
 /** The events of a turn: every kind but those that belong to no turn. */
 type TurnEvent = Exclude<PortalEvent, { turnId?: undefined }>;
@@ -173,8 +181,21 @@ export class Transcript {
       }
       case 'block_finished':
         return this.finish(turn.id, event.block);
-      case 'usage':
-        return [];
+      case 'usage': {
+        const { row } = event;
+        turn.usage = {
+          inputTokens: turn.usage.inputTokens + row.inputTokens,
+          outputTokens: turn.usage.outputTokens + row.outputTokens,
+          cachedTokens: turn.usage.cachedTokens + row.cachedTokens,
+          cost: turn.usage.cost + row.cost,
+        };
+        // A call on the turn's own model: its input is the context's size (SPEC 2).
+        if (row.kind === 'turn') {
+          turn.model = row.model;
+          turn.contextTokens = row.inputTokens;
+        }
+        return [{ type: 'usage', turn }];
+      }
     }
   }
 
@@ -229,16 +250,20 @@ export class Transcript {
         effort: view.effort,
         error: view.error ?? null,
         compacting: false,
+        usage: view.usage ?? NO_USAGE,
+        model: view.model ?? null,
+        contextTokens: view.contextTokens ?? null,
       });
       return;
     }
+    if (view.usage) turn.usage = view.usage;
+    turn.model = view.model ?? turn.model;
+    turn.contextTokens = view.contextTokens ?? turn.contextTokens;
     turn.n = view.n;
     turn.kind = view.kind;
     turn.effort = view.effort ?? turn.effort;
-    if (rank(view.status) > rank(turn.status)) {
-      turn.status = view.status;
-      turn.error = view.error ?? turn.error;
-    }
+    if (rank(view.status) > rank(turn.status)) turn.status = view.status;
+    if (!isOpen(turn.status)) turn.error ??= view.error ?? null;
     if (!isOpen(turn.status)) turn.compacting = false;
   }
 
@@ -246,13 +271,29 @@ export class Transcript {
     let turn = this.turns.get(turnId);
     if (!turn) {
       const n = Math.max(0, ...[...this.turns.values()].map((t) => t.n)) + 1;
-      turn = { id: turnId, n, kind: 'turn', status: 'queued', effort: null, error: null, compacting: false };
+      turn = {
+        id: turnId,
+        n,
+        kind: 'turn',
+        status: 'queued',
+        effort: null,
+        error: null,
+        compacting: false,
+        usage: NO_USAGE,
+        model: null,
+        contextTokens: null,
+      };
       this.turns.set(turnId, turn);
     }
     return turn;
   }
 
   private setStatus(turn: TurnModel, status: TurnStatus, error: string | null): Change[] {
+    // The reason comes with `turn_finished`, after the `turn_state` that settled the turn.
+    if (!isOpen(turn.status) && status === turn.status && error !== null && turn.error === null) {
+      turn.error = error;
+      return [{ type: 'turn', turn, settled: false }];
+    }
     // Settled is final; between running and paused the stream's order is the truth.
     if (!isOpen(turn.status) || rank(status) < rank(turn.status)) return [];
     if (turn.status === status && error === null) return [];

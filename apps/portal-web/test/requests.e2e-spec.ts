@@ -74,7 +74,7 @@ describe('the portal web client, requests', () => {
     const request = page.locator('[data-block-kind="approval_request"]');
     await request.getByRole('button', { name: 'Approve' }).waitFor();
     expect(await request.locator('.tool-name').textContent()).toBe('tickets__delete_ticket');
-    expect(await request.locator('.tool-args').textContent()).toBe('{"id":"T-9"}');
+    expect(await request.locator('.tool-args').textContent()).toBe('{\n  "id": "T-9"\n}');
     expect(web.mcp.calls).toEqual([]);
     const offered = web.model.requests
       .slice(mark)

@@ -1,6 +1,7 @@
 import { splitGraphemes } from '@portal/render';
 import {
   answerTexts,
+  conversationId,
   KEY,
   newConversation,
   send,
@@ -31,7 +32,7 @@ afterAll(async () => {
 describe('the portal web client, streaming', () => {
   it('signs in, starts a conversation, streams the answer and settles it as plain text', async () => {
     const page = await web.signedInPage();
-    const id = await newConversation(page);
+    await newConversation(page);
     web.script(slow(SOURCE, 1, 25)); // one code point a piece: every cluster arrives split
 
     // Watch what the screen shows while the text plays out.
@@ -46,6 +47,7 @@ describe('the portal web client, streaming', () => {
       requestAnimationFrame(look);
     });
     await send(page, 'Xin chào');
+    const id = await conversationId(page);
 
     await page.locator('article[data-role="user"]', { hasText: 'Xin chào' }).waitFor();
     await page.getByRole('button', { name: 'Cancel' }).waitFor();
@@ -121,10 +123,11 @@ describe('the portal web client, streaming', () => {
 
   it('reopens the same conversation after a reload mid-turn, the answer shown exactly once', async () => {
     const page = await web.signedInPage();
-    const id = await newConversation(page);
+    await newConversation(page);
     const text = 'Một hai ba bốn năm sáu bảy tám chín mười. '.repeat(6) + 'Hết. 🇻🇳';
     web.script(slow(text, 2, 40));
     await send(page, 'Đếm đi');
+    const id = await conversationId(page);
     // Part of the answer is on screen, the turn still runs.
     await page.waitForFunction(
       () => (document.querySelector('[data-block-kind="text"].live')?.textContent ?? '').length > 20,

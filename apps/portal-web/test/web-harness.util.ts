@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -30,9 +30,16 @@ export const CHROMIUM_ARGS = [
 ];
 
 export const KEY = 'pk_web_ann_author';
+/** A desktop screen, and a phone's (390 px wide) with and without its keyboard open. */
+export const DESKTOP = { width: 1200, height: 900 };
+export const PHONE = { width: 390, height: 844 };
+export const PHONE_KEYBOARD = { width: 390, height: 440 };
+export type Viewport = { width: number; height: number };
 export const AGENT = 'helper';
 /** An agent on a model with a small context window: a long answer makes the next turn compact. */
 export const SMALL_AGENT = 'small';
+/** An agent on a model that can see pictures. */
+export const SEEING_AGENT = 'seer';
 
 export interface WebHarness {
   portal: RunningPortal;
@@ -46,8 +53,8 @@ export interface WebHarness {
   script(...answers: FakeScript[]): void;
   /** How the compaction summary streams (slow, so that "Summarising conversation" can be seen). */
   summaryPace: { chunkSize: number; delayMs: number };
-  /** A fresh page, signed in through the form. */
-  signedInPage(): Promise<Page>;
+  /** A fresh page, signed in through the form; at a desktop width unless told (a phone: 390). */
+  signedInPage(viewport?: Viewport): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -115,6 +122,15 @@ export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<Web
           price: { inputPerMTok: 1, outputPerMTok: 2, cachedInputPerMTok: 0.5 },
         },
         {
+          id: 'fake-eyes',
+          model: 'fake',
+          baseURL: model.baseURL,
+          contextWindow: 128000,
+          vision: { maxLongSide: 2048, maxShortSide: 768 },
+          reasoning: false,
+          price: { inputPerMTok: 1, outputPerMTok: 2 },
+        },
+        {
           id: 'fake-small',
           model: 'fake',
           baseURL: model.baseURL,
@@ -172,6 +188,15 @@ export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<Web
               ],
             },
             {
+              id: SEEING_AGENT,
+              name: 'Seer',
+              instructions: 'Look.',
+              model: 'fake-eyes',
+              effort: 'low',
+              skills: [],
+              tools: [],
+            },
+            {
               id: SMALL_AGENT,
               name: 'Small',
               instructions: 'Help briefly.',
@@ -214,8 +239,8 @@ export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<Web
     set summaryPace(value) {
       Object.assign(pace, value);
     },
-    async signedInPage() {
-      const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    async signedInPage(viewport = DESKTOP) {
+      const context = await browser.newContext({ viewport });
       const page = await context.newPage();
       // Each test closes its context at its end: keep what the screen showed then, as a test artifact.
       const close = context.close.bind(context);
@@ -226,7 +251,7 @@ export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<Web
       await page.goto(portal.baseURL + '/');
       await page.getByLabel('API key').fill(KEY);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('button', { name: 'New conversation' }).waitFor();
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
       return page;
     },
     async close() {
@@ -239,13 +264,53 @@ export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<Web
   };
 }
 
-/** Starts a conversation with the agent from the form; resolves with its id (from the URL). */
-export async function newConversation(page: Page, agent = AGENT): Promise<string> {
+/**
+ * Opens a new conversation with the agent from the form: the composer alone, since the
+ * conversation is created by its first message. On a phone the form is in the drawer.
+ */
+export async function newConversation(page: Page, agent = AGENT): Promise<void> {
+  const toggle = page.getByRole('button', { name: 'Conversations' });
+  if (await toggle.isVisible()) await toggle.click();
   await page.getByLabel('Agent').selectOption(agent);
   await page.getByRole('button', { name: 'New conversation' }).click();
-  await page.waitForURL(/\/c\/[^/]+$/);
+  await page.waitForURL(/\/\?agent=/);
   await page.getByLabel('Message').waitFor();
+}
+
+/** The open conversation's id, once its first message created it (from the URL). */
+export async function conversationId(page: Page): Promise<string> {
+  await page.waitForURL(/\/c\/[^/]+$/);
   return decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core run in the page (evaluated, so the page's CSP does not apply): the serious and critical findings. */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  const source = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(source);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
+    return (await axe.run()).violations;
+  });
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(({ id, impact, help, nodes }) => ({
+      id,
+      impact,
+      help,
+      nodes: nodes.map((n) => ({ target: n.target })),
+    }));
+}
+
+/** Keeps what the screen shows now as a test artifact, under `test-artifacts/portal-web/`. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await saveScreenshot(page, `${expect.getState().currentTestName ?? 'page'} ${name}`);
 }
 
 export async function send(page: Page, text: string): Promise<void> {
