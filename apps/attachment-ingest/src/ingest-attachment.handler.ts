@@ -97,6 +97,8 @@ export class IngestAttachmentHandler {
       }
       throw err;
     } finally {
+      // A read that fails at once would otherwise leave the job before its `reading` write lands.
+      await reading;
       if (ended) await this.handoff.drop(key);
     }
   }
