@@ -1,87 +1,35 @@
-import type { AttachmentManifest, Block, TurnStatus } from '@portal/domain';
+import type {
+  AgentView,
+  AttachmentManifest,
+  ConversationSummary,
+  ConversationView,
+  Me,
+  MessageView,
+  ModelView,
+  PostMessageResult,
+  Provider,
+  SkillView,
+} from '@portal/contracts';
+import { EFFORT_LEVELS, type Effort } from '@portal/domain';
 
-/** What the client reads of the gateway's API (API.md), as JSON. */
-export type Effort = 'low' | 'medium' | 'high';
-export const EFFORTS: readonly Effort[] = ['low', 'medium', 'high'];
-
-export interface Me {
-  userId: string;
-  orgId: string;
-  role: string;
-  via: 'apiKey' | 'oidc';
-  name?: string;
-  /** With a browser session: the token state-changing requests carry as X-Portal-CSRF. */
-  csrf?: string;
-}
-
-/** GET /v1/auth/providers: the orgs whose people sign in through their identity provider. */
-export interface Provider {
-  orgId: string;
-  name: string;
-  loginUrl: string;
-}
+/** What the client reads of the gateway's API: the types inferred from the contract's schemas. */
+export type {
+  AgentView,
+  AttachmentManifest,
+  ConversationSummary,
+  ConversationView,
+  Effort,
+  Me,
+  MessageView,
+  ModelView,
+  PostMessageResult,
+  Provider,
+  SkillView,
+};
+export type TurnView = ConversationView['turns'][number];
+export const EFFORTS = EFFORT_LEVELS;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
-
-export interface AgentView {
-  id: string;
-  name: string;
-  model: string;
-  effort: Effort;
-  /** Bound skills (slugs, or ids). */
-  skills: string[];
-}
-
-export interface SkillView {
-  id: string;
-  slug: string;
-  name: string;
-  description: string;
-  status: 'active' | 'inactive';
-  published: boolean;
-}
-
-export interface ModelView {
-  id: string;
-  reasoning: boolean;
-  effortLevels: Effort[];
-}
-
-export interface ConversationSummary {
-  id: string;
-  agentId: string;
-  title: string | null;
-  updatedAt: string;
-}
-
-export interface TurnView {
-  id: string;
-  n: number;
-  kind: 'turn' | 'compaction';
-  status: TurnStatus;
-  effort: Effort | null;
-  error?: string | null;
-}
-
-export interface ConversationView {
-  id: string;
-  agentId: string;
-  title: string | null;
-  turns: TurnView[];
-}
-
-export interface MessageView {
-  id: string;
-  turnId: string;
-  role: 'user' | 'assistant';
-  attachmentIds?: string[];
-  blocks: Block[];
-}
-
-/** GET /v1/attachments/:id (API.md): the domain's manifest as it is. */
-export type { AttachmentManifest };
-
-export type PostMessageResult = { turnId: string; kind?: 'turn' | 'compaction'; steered?: true };
 
 export class ApiError extends Error {
   constructor(

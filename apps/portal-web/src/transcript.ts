@@ -227,7 +227,8 @@ export class Transcript {
         kind: view.kind,
         status: view.status,
         effort: view.effort,
-        error: view.error ?? null,
+        // The conversation's turns carry no error: `turn_finished` brings it.
+        error: null,
         compacting: false,
       });
       return;
@@ -235,10 +236,7 @@ export class Transcript {
     turn.n = view.n;
     turn.kind = view.kind;
     turn.effort = view.effort ?? turn.effort;
-    if (rank(view.status) > rank(turn.status)) {
-      turn.status = view.status;
-      turn.error = view.error ?? turn.error;
-    }
+    if (rank(view.status) > rank(turn.status)) turn.status = view.status;
     if (!isOpen(turn.status)) turn.compacting = false;
   }
 

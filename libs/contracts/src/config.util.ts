@@ -1,14 +1,6 @@
-/** Reading the environment once at boot: a bad value stops the process with a message naming it. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    problem: string,
-  ) {
-    super(`Invalid configuration: ${variable} ${problem}`);
-  }
-}
+import { ConfigError, type Env } from '@portal/domain';
 
-export type Env = Record<string, string | undefined>;
+export { ConfigError, type Env };
 
 export function envString(env: Env, name: string, fallback: string): string {
   const value = env[name];

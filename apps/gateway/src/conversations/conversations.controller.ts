@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Inject, Param, Post } from '@nestjs/common';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { createConversationSchema } from '@portal/contracts';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
 import { ZodBody } from '../common/validation.pipe';
@@ -9,8 +10,6 @@ import {
   type ConversationView,
 } from './conversations.service';
 import type { MessageView } from './transcript.util';
-
-const createConversationSchema = z.strictObject({ agentId: z.string().min(1) });
 
 @Controller('v1/conversations')
 export class ConversationsController {
