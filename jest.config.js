@@ -24,7 +24,7 @@ const esmPackages = [
 /** One runner for every tier: unit (*.spec.ts), integration (*.int-spec.ts), end to end (apps/<app>/test). */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/apps', '<rootDir>/libs'],
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/tools'],
   testMatch: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }],

@@ -14,7 +14,7 @@ export class AppModule {
   static forRoot(config: AttachmentIngestConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
+      imports: [DalModule.forRoot(config), QueueModule.forRoot(config)],
       providers: [
         { provide: INGEST_CONFIG, useValue: config },
         {

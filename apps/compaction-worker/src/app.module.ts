@@ -25,9 +25,9 @@ export class AppModule {
   static forRoot(config: CompactionWorkerConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
+      imports: [DalModule.forRoot(config), QueueModule.forRoot(config)],
       providers: [
-        { provide: ModelClientFactory, useFactory: () => new ModelClientFactory() },
+        { provide: ModelClientFactory, useFactory: () => new ModelClientFactory({ env: config.env }) },
         {
           provide: ConversationEvents,
           useFactory: () => new ConversationEvents(config.redisUrl, config.prefix, config.eventRetentionMs),

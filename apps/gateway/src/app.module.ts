@@ -29,7 +29,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        DalModule.forRoot(config.databaseUrl),
+        DalModule.forRoot(config),
         QueueModule.forRoot(config),
         CoreModule.forRoot(config),
         AgentsModule,

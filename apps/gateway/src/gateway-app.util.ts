@@ -39,7 +39,8 @@ export async function createGatewayApp(
   } = {},
 ): Promise<NestFastifyApplication> {
   const log =
-    options.log ?? createLogger({ name: 'gateway', level: options.logger === false ? 'silent' : undefined });
+    options.log ??
+    createLogger({ name: 'gateway', level: options.logger === false ? 'silent' : config.logLevel });
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config),
     new FastifyAdapter({

@@ -30,7 +30,7 @@ export class AppModule implements OnApplicationShutdown {
   static forRoot(config: TurnOrchestratorConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [DalModule.forRoot(config.databaseUrl), QueueModule.forRoot(config)],
+      imports: [DalModule.forRoot(config), QueueModule.forRoot(config)],
       providers: [
         { provide: CONFIG, useValue: config },
         {
@@ -41,6 +41,7 @@ export class AppModule implements OnApplicationShutdown {
           provide: ModelClientFactory,
           useFactory: () =>
             new ModelClientFactory({
+              env: config.env,
               timeoutMs: config.modelTimeoutMs,
               idleTimeoutMs: config.modelIdleTimeoutMs,
             }),

@@ -1,6 +1,5 @@
 export * from './queues';
 export * from './events';
-export * from './config.util';
 export * from './api/errors.schema';
 export * from './api/blocks.schema';
 export * from './api/account.schema';
@@ -13,3 +12,4 @@ export * from './api/turns.schema';
 export * from './api/prompt-preview.schema';
 export * from './api/routes';
 export * from './api/openapi';
+export * from './config';

@@ -1,18 +1,12 @@
 import type { DynamicModule, INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { envInt, type QueueName } from '@portal/contracts';
+import type { QueueName } from '@portal/contracts';
 import { QueueService } from './queue.service';
 import { WorkerHost } from './queue.module';
 import { startHealthServer, type ReadinessCheck } from './health.server';
 import { createLogger } from './observability/logger.util';
 import { NestPinoLogger } from './observability/nest-logger.service';
 import { PortalMetrics } from './observability/portal-metrics.service';
-
-/**
- * How long SIGTERM waits for running jobs to finish or be handed back before the process exits
- * anyway (SHUTDOWN_DEADLINE_MS). The k8s grace period is this plus a margin.
- */
-export const DEFAULT_SHUTDOWN_DEADLINE_MS = 25_000;
 
 export interface WorkerBootOptions {
   name: string;
@@ -21,8 +15,13 @@ export interface WorkerBootOptions {
   healthPort: number;
   /** Extra readiness checks beyond Redis (e.g. the database). */
   ready: (app: INestApplicationContext) => ReadinessCheck;
-  /** Overrides SHUTDOWN_DEADLINE_MS. */
-  shutdownDeadlineMs?: number;
+  /**
+   * SHUTDOWN_DEADLINE_MS: how long SIGTERM waits for running jobs to finish or be handed back before
+   * the process exits anyway. The k8s grace period is this plus a margin.
+   */
+  shutdownDeadlineMs: number;
+  /** LOG_LEVEL. */
+  logLevel: string;
 }
 
 /**
@@ -30,10 +29,8 @@ export interface WorkerBootOptions {
  * graceful SIGTERM.
  */
 export async function bootWorker(options: WorkerBootOptions): Promise<INestApplicationContext> {
-  const deadlineMs =
-    options.shutdownDeadlineMs ??
-    configOrExit(() => envInt(process.env, 'SHUTDOWN_DEADLINE_MS', DEFAULT_SHUTDOWN_DEADLINE_MS, { min: 1 }));
-  const log = createLogger({ name: options.name });
+  const deadlineMs = options.shutdownDeadlineMs;
+  const log = createLogger({ name: options.name, level: options.logLevel });
   const app = await NestFactory.createApplicationContext(options.module, {
     logger: new NestPinoLogger(log),
   });

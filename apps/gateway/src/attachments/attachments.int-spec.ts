@@ -71,7 +71,7 @@ beforeAll(async () => {
 async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApplication; base: string }> {
   @Module({
     imports: [
-      DalModule.forRoot(db.url, 2),
+      DalModule.forRoot({ databaseUrl: db.url, blobStore: 'postgres' }, 2),
       QueueModule.forRoot({ redisUrl, prefix }),
       AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs }),
     ],

@@ -24,7 +24,7 @@ let requests: CompactionRequests;
 const redis = new IORedis(redisUrl);
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test' });
+  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
   queues = new QueueService({ redisUrl, prefix });
