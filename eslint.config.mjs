@@ -67,6 +67,22 @@ export default tseslint.config(
     rules: { '@nx/enforce-module-boundaries': ['error', moduleBoundaries({ forTests: true })] },
   },
   {
+    // Config is read once, in each app's main.ts, with its env schema; libs receive it typed.
+    files: ['libs/**/*.ts'],
+    ignores: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'libs/testing/**', 'libs/*/bench/**'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message:
+            "Libs receive typed config from the app's env schema (apps/*/src/config.ts), never process.env.",
+        },
+      ],
+    },
+  },
+  {
     // Tests and their helpers read untyped JSON from HTTP answers.
     files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'libs/testing/src/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

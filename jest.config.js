@@ -7,8 +7,10 @@ const swcForJs = {
 };
 
 // NestJS 12 ships as ES modules; Jest on Node 20 cannot require() them, so swc compiles them to CommonJS.
-// openid-client and the test OpenID provider are ES modules too, with jose and oauth4webapi under them.
+// openid-client and the test OpenID provider are ES modules too, with jose and oauth4webapi under them,
+// and so is the OpenAPI validator of the contract's tests.
 const esmPackages = [
+  '@seriousme',
   '@nestjs',
   '@fastify',
   'fastify',
@@ -22,7 +24,7 @@ const esmPackages = [
 /** What every tier shares: TypeScript through swc, the workspace libs from source. */
 const shared = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/apps', '<rootDir>/libs'],
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/tools'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }],
     '^.+\\.m?js$': ['@swc/jest', swcForJs],

@@ -17,7 +17,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         RedisModule.forRoot(config.redis), // first, so that it closes last
-        DalModule.forRoot(config.databaseUrl),
+        DalModule.forRoot(config),
         QueueModule.forRoot(config),
       ],
       providers: [

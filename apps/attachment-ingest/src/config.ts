@@ -1,5 +1,15 @@
 import { availableParallelism } from 'node:os';
-import { envInt, QueueName, readCommonConfig, type CommonConfig, type Env } from '@portal/contracts';
+import { z } from 'zod';
+import {
+  commonConfigOf,
+  commonEnv,
+  envVar,
+  parseEnv,
+  QueueName,
+  workerEnv,
+  type CommonConfig,
+  type Env,
+} from '@portal/contracts';
 import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv } from '@portal/prompt';
 import { WORKER_OPTIONS } from '@portal/queue';
@@ -38,33 +48,74 @@ export interface AttachmentIngestConfig extends CommonConfig {
   healthPort: number;
   catalogue: ModelEntry[];
   limits: IngestLimits;
+  logLevel: string;
+  shutdownDeadlineMs: number;
+  /** BLOB_STORE as set: the DAL opens the store it names. */
+  blobStore: string;
 }
+
+const ingestLimitsEnv = {
+  INGEST_MAX_PIXELS: envVar.int(
+    'Pictures with more pixels (width × height) are refused before decoding',
+    50_000_000,
+    {
+      min: 1,
+    },
+  ),
+  INGEST_PDF_MAX_PAGES: envVar.int('PDFs with more pages are refused', 2000, { min: 1 }),
+  INGEST_PDF_TIMEOUT_MS: envVar.int(
+    'Time one PDF may take, all pages together; its reader is killed after it',
+    120_000,
+    {
+      min: 100,
+    },
+  ),
+  INGEST_PDF_MEMORY_MB: envVar.int("Heap of the PDF reader's worker thread", 512, { min: 32 }),
+  INGEST_PDF_IDLE_READERS: envVar.int('PDF readers kept loaded between documents', 2, { max: 16 }),
+  INGEST_PAGE_BATCH: envVar.int('Pages stored in one statement at most', 32, { min: 1, max: 1000 }),
+  INGEST_PROGRESS_MS: envVar.int(
+    'Milliseconds between two progress writes and events while pages come in',
+    250,
+  ),
+  INGEST_TEXT_PAGE_CHARS: envVar.int('Characters of one page of a text file', 4000, { min: 100 }),
+  VIPS_CONCURRENCY: envVar.optional(
+    "libvips' own thread count; unset: the worker shares the cores among its pictures",
+  ),
+};
+
+/** The attachment-ingest worker's environment: every variable it reads, once, in main. */
+export const attachmentIngestEnv = z.object({ ...commonEnv, ...workerEnv(3102), ...ingestLimitsEnv });
 
 /** Nest injection token of the app's one config object. */
 export const INGEST_CONFIG = Symbol('INGEST_CONFIG');
 
 export function readIngestLimits(env: Env): IngestLimits {
+  const vars = parseEnv(z.object(ingestLimitsEnv), env);
   return {
-    maxPixels: envInt(env, 'INGEST_MAX_PIXELS', 50_000_000, { min: 1 }),
-    pdfMaxPages: envInt(env, 'INGEST_PDF_MAX_PAGES', 2000, { min: 1 }),
-    pdfTimeoutMs: envInt(env, 'INGEST_PDF_TIMEOUT_MS', 120_000, { min: 100 }),
-    pdfMemoryMb: envInt(env, 'INGEST_PDF_MEMORY_MB', 512, { min: 32 }),
-    pdfIdleReaders: envInt(env, 'INGEST_PDF_IDLE_READERS', 2, { min: 0, max: 16 }),
-    pageBatch: envInt(env, 'INGEST_PAGE_BATCH', 32, { min: 1, max: 1000 }),
-    progressMs: envInt(env, 'INGEST_PROGRESS_MS', 250, { min: 0 }),
-    textPageChars: envInt(env, 'INGEST_TEXT_PAGE_CHARS', 4000, { min: 100 }),
+    maxPixels: vars.INGEST_MAX_PIXELS,
+    pdfMaxPages: vars.INGEST_PDF_MAX_PAGES,
+    pdfTimeoutMs: vars.INGEST_PDF_TIMEOUT_MS,
+    pdfMemoryMb: vars.INGEST_PDF_MEMORY_MB,
+    pdfIdleReaders: vars.INGEST_PDF_IDLE_READERS,
+    pageBatch: vars.INGEST_PAGE_BATCH,
+    progressMs: vars.INGEST_PROGRESS_MS,
+    textPageChars: vars.INGEST_TEXT_PAGE_CHARS,
     headings: limitsFromEnv(env).HEADINGS,
-    pictureThreads: env['VIPS_CONCURRENCY']
+    pictureThreads: vars.VIPS_CONCURRENCY
       ? 0
       : threadsPerPicture(availableParallelism(), WORKER_OPTIONS[QueueName.Attachments].concurrency ?? 1),
   };
 }
 
 export function readConfig(env: Env): AttachmentIngestConfig {
+  const vars = parseEnv(attachmentIngestEnv, env);
   return {
-    ...readCommonConfig(env),
-    healthPort: envInt(env, 'HEALTH_PORT', 3102, { min: 1, max: 65535 }),
+    ...commonConfigOf(vars),
+    healthPort: vars.HEALTH_PORT,
     catalogue: loadCatalogue(env),
     limits: readIngestLimits(env),
+    logLevel: vars.LOG_LEVEL,
+    shutdownDeadlineMs: vars.SHUTDOWN_DEADLINE_MS,
+    blobStore: vars.BLOB_STORE,
   };
 }

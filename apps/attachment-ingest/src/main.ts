@@ -14,5 +14,7 @@ void bootWorker({
   module: AppModule.forRoot(config),
   queues: [QueueName.Attachments],
   healthPort: config.healthPort,
+  shutdownDeadlineMs: config.shutdownDeadlineMs,
+  logLevel: config.logLevel,
   ready: (app) => async () => ({ database: await isDatabaseReady(app.get(DataSource)) }),
 });

@@ -25,11 +25,11 @@ export class AppModule {
       module: AppModule,
       imports: [
         RedisModule.forRoot(config.redis), // first, so that it closes last
-        DalModule.forRoot(config.databaseUrl),
+        DalModule.forRoot(config),
         QueueModule.forRoot(config),
       ],
       providers: [
-        { provide: ModelClientFactory, useFactory: () => new ModelClientFactory() },
+        { provide: ModelClientFactory, useFactory: () => new ModelClientFactory({ env: config.env }) },
         {
           provide: ConversationEvents,
           useFactory: (redis: RedisConnections) =>

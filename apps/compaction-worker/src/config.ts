@@ -1,6 +1,17 @@
-import { envInt, readCommonConfig, type CommonConfig, type Env } from '@portal/contracts';
+import { z } from 'zod';
+import {
+  commonConfigOf,
+  commonEnv,
+  parseEnv,
+  workerEnv,
+  type CommonConfig,
+  type Env,
+} from '@portal/contracts';
 import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv, type Limits } from '@portal/prompt';
+
+/** The compaction-worker's environment: every variable it reads, once, in main. */
+export const compactionWorkerEnv = z.object({ ...commonEnv, ...workerEnv(3103) });
 
 export interface CompactionWorkerConfig extends CommonConfig {
   healthPort: number;
@@ -8,13 +19,24 @@ export interface CompactionWorkerConfig extends CommonConfig {
   models: ModelEntry[];
   /** PORTAL_LIMIT_* over the defaults. */
   limits: Limits;
+  logLevel: string;
+  shutdownDeadlineMs: number;
+  /** BLOB_STORE as set: the DAL opens the store it names. */
+  blobStore: string;
+  /** The environment read, for the key variables the catalogue names (`apiKeyEnv`). */
+  env: Env;
 }
 
 export function readConfig(env: Env): CompactionWorkerConfig {
+  const vars = parseEnv(compactionWorkerEnv, env);
   return {
-    ...readCommonConfig(env),
-    healthPort: envInt(env, 'HEALTH_PORT', 3103, { min: 1, max: 65535 }),
+    ...commonConfigOf(vars),
+    healthPort: vars.HEALTH_PORT,
     models: loadCatalogue(env),
+    env,
     limits: limitsFromEnv(env),
+    logLevel: vars.LOG_LEVEL,
+    shutdownDeadlineMs: vars.SHUTDOWN_DEADLINE_MS,
+    blobStore: vars.BLOB_STORE,
   };
 }

@@ -16,5 +16,7 @@ void bootWorker({
   module: AppModule.forRoot(config),
   queues: [QueueName.Compactions],
   healthPort: config.healthPort,
+  shutdownDeadlineMs: config.shutdownDeadlineMs,
+  logLevel: config.logLevel,
   ready: (app) => async () => ({ database: await isDatabaseReady(app.get(DataSource)) }),
 });

@@ -31,7 +31,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         RedisModule.forRoot(config.redis), // first, so that it closes last
-        DalModule.forRoot(config.databaseUrl),
+        DalModule.forRoot(config),
         QueueModule.forRoot(config),
         CoreModule.forRoot(config),
         AgentsModule,

@@ -1,18 +1,38 @@
+import { z } from 'zod';
 import {
-  ConfigError,
-  envDuration,
-  envInt,
-  envString,
-  readCommonConfig,
+  commonConfigOf,
+  commonEnv,
+  envVar,
+  parseEnv,
+  toolsEnv,
   type CommonConfig,
   type Env,
 } from '@portal/contracts';
 import { readPortalFloor } from '@portal/dal';
 import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv, type Limits } from '@portal/prompt';
-import { readAttachmentsConfig, type AttachmentsConfig } from './attachments/attachments.config';
-import { readRateLimitConfig, type RateLimitConfig } from './common/rate-limit';
-import { readSseConfig, type SseConfig } from './events/sse.config';
+import {
+  attachmentsEnv,
+  readAttachmentsConfig,
+  type AttachmentsConfig,
+} from './attachments/attachments.config';
+import { rateLimitEnv, readRateLimitConfig, type RateLimitConfig } from './common/rate-limit';
+import { readSseConfig, sseEnv, type SseConfig } from './events/sse.config';
+
+/** The gateway's environment: every variable it reads, once, in main. */
+export const gatewayEnv = z.object({
+  ...commonEnv,
+  ...toolsEnv,
+  PORT: envVar.int('Gateway HTTP port; the web client is served from `/`', 3000, { min: 1, max: 65535 }),
+  HOST: envVar.string('Interface the gateway listens on', '0.0.0.0'),
+  ...attachmentsEnv,
+  ...rateLimitEnv,
+  ...sseEnv,
+  PORTAL_OPERATOR_ORGS: envVar.list(
+    "Comma-separated orgs whose admins may open the queue dashboard at /admin/queues (it shows every org's jobs)",
+  ),
+  SESSION_TTL: envVar.duration('How long a browser session lives without a request', '12h', { minMs: 1000 }),
+});
 
 export interface GatewayConfig extends CommonConfig {
   port: number;
@@ -39,43 +59,33 @@ export interface GatewayConfig extends CommonConfig {
   sessionTtlMs: number;
   /** The environment read, for the variables the bootstrap file names (an OIDC `clientSecretEnv`). */
   env: Env;
+  logLevel: string;
+  /** BLOB_STORE as set: the DAL opens the store it names. */
+  blobStore: string;
 }
 
 /** Nest injection token of the gateway's one config object. */
 export const GATEWAY_CONFIG = Symbol('GATEWAY_CONFIG');
 
 export function readConfig(env: Env): GatewayConfig {
+  const vars = parseEnv(gatewayEnv, env);
   const catalogue = loadCatalogue(env);
   return {
-    ...readCommonConfig(env),
-    port: envInt(env, 'PORT', 3000, { min: 1, max: 65535 }),
-    host: envString(env, 'HOST', '0.0.0.0'),
-    bootstrapFile: env.PORTAL_BOOTSTRAP_FILE || null,
+    ...commonConfigOf(vars),
+    port: vars.PORT,
+    host: vars.HOST,
+    bootstrapFile: vars.PORTAL_BOOTSTRAP_FILE ?? null,
     catalogue,
-    toolUrlAllow: readToolUrlAllow(env),
+    toolUrlAllow: vars.PORTAL_TOOL_URL_ALLOW,
     limits: limitsFromEnv(env),
-    portalFloor: readPortalFloor(env.PORTAL_BOOTSTRAP_FILE || null),
+    portalFloor: readPortalFloor(vars.PORTAL_BOOTSTRAP_FILE ?? null),
     attachments: readAttachmentsConfig(env, catalogue),
     rateLimit: readRateLimitConfig(env),
     sse: readSseConfig(env),
-    operatorOrgs: envString(env, 'PORTAL_OPERATOR_ORGS', '')
-      .split(',')
-      .map((org) => org.trim())
-      .filter(Boolean),
-    sessionTtlMs: envDuration(env, 'SESSION_TTL', 12 * 3_600_000, { minMs: 1000 }),
+    operatorOrgs: vars.PORTAL_OPERATOR_ORGS,
+    sessionTtlMs: vars.SESSION_TTL,
     env,
+    logLevel: vars.LOG_LEVEL,
+    blobStore: vars.BLOB_STORE,
   };
-}
-
-function readToolUrlAllow(env: Env): string[] {
-  const prefixes = envString(env, 'PORTAL_TOOL_URL_ALLOW', '')
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean);
-  for (const prefix of prefixes) {
-    if (!/^https?:\/\/[^/?#]+/.test(prefix)) {
-      throw new ConfigError('PORTAL_TOOL_URL_ALLOW', `entries must be http(s) URL prefixes, got "${prefix}"`);
-    }
-  }
-  return prefixes;
 }

@@ -5,9 +5,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { LoggerService, LogLevel } from '@nestjs/common';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
-import { QueueName } from '@portal/contracts';
+import { buildOpenApiDocument, QueueName } from '@portal/contracts';
 import {
   createLogger,
   NestPinoLogger,
@@ -20,7 +20,6 @@ import { registerQueueBoard } from './admin/queue-board.util';
 import { AppModule } from './app.module';
 import { frameworkError } from './common/api-error.util';
 import type { GatewayConfig } from './config';
-import { OPENAPI_DOCUMENT } from './docs/openapi.document';
 import { MetricsService } from './metrics/metrics.service';
 
 /** Request bodies above this answer 413 `too_large`. */
@@ -33,10 +32,16 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  */
 export async function createGatewayApp(
   config: GatewayConfig,
-  options: { logger?: LoggerService | LogLevel[] | false; log?: PinoLogger } = {},
+  options: {
+    logger?: LoggerService | LogLevel[] | false;
+    log?: PinoLogger;
+    /** Told of every route as Fastify registers it (the test that holds the OpenAPI document to them). */
+    onRoute?: (route: RouteOptions) => void;
+  } = {},
 ): Promise<NestFastifyApplication> {
   const log =
-    options.log ?? createLogger({ name: 'gateway', level: options.logger === false ? 'silent' : undefined });
+    options.log ??
+    createLogger({ name: 'gateway', level: options.logger === false ? 'silent' : config.logLevel });
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config),
     new FastifyAdapter({
@@ -50,6 +55,7 @@ export async function createGatewayApp(
     { logger: options.logger ?? new NestPinoLogger(log), abortOnError: false, bodyParser: false },
   );
   const fastify = app.getHttpAdapter().getInstance();
+  if (options.onRoute) fastify.addHook('onRoute', options.onRoute);
   acceptJsonOnly(fastify);
   const metrics = app.get(MetricsService);
   const queues = app.get(BullMqClient);
@@ -67,7 +73,7 @@ export async function createGatewayApp(
   // The plugin's types know OpenAPI 2 and 3.0 documents only; it serves a 3.1 one as it is.
   await app.register(fastifySwagger, {
     mode: 'static',
-    specification: { document: OPENAPI_DOCUMENT as never },
+    specification: { document: buildOpenApiDocument() as never },
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
   return app;

@@ -16,7 +16,7 @@ import {
 } from '@portal/dal';
 import type { AttachmentKind, Block, TurnStatus } from '@portal/domain';
 import { queueKeyPrefix } from '@portal/queue';
-import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
+import { createTestDatabase, deleteRedisPrefix, portalSseParser, type TestDatabase } from '@portal/testing';
 import { readConfig, type GatewayConfig } from '../src/config';
 import { createGatewayApp } from '../src/gateway-app.util';
 
@@ -113,6 +113,8 @@ export interface CallResult<T = AnyBody> {
 export interface Harness {
   url: string;
   app: NestFastifyApplication;
+  /** Every route Fastify registered (method and path as Fastify writes them), HEAD included. */
+  routes: { method: string; url: string }[];
   db: TestDatabase;
   config: GatewayConfig;
   prefix: string;
@@ -166,13 +168,18 @@ export async function startGateway(
     ...opts.env,
   });
   const config = readConfig(env);
-  const app = await createGatewayApp(config, { logger: false });
+  const routes: Harness['routes'] = [];
+  const app = await createGatewayApp(config, {
+    logger: false,
+    onRoute: ({ method, url }) => [method].flat().forEach((one) => routes.push({ method: one, url })),
+  });
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   const redis = new IORedis(REDIS_URL);
   return {
     url,
     app,
+    routes,
     db,
     config,
     prefix: config.prefix,
@@ -358,26 +365,15 @@ export async function openSse(
   });
   res.setEncoding('utf8');
   const chunks = res[Symbol.asyncIterator]();
-  let buffer = '';
+  const parsed: SseEvent[] = [];
+  const parser = portalSseParser((event) => parsed.push(event));
   const next = async (): Promise<SseEvent> => {
-    for (;;) {
-      const end = buffer.indexOf('\n\n');
-      if (end >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const fields = Object.fromEntries(
-          frame
-            .split('\n')
-            .filter((line) => !line.startsWith(':'))
-            .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trimStart()]),
-        );
-        if (fields['data'] !== undefined) return { id: fields['id'], data: JSON.parse(fields['data']) };
-        continue;
-      }
+    while (parsed.length === 0) {
       const chunk = await chunks.next();
       if (chunk.done) throw new Error('stream ended');
-      buffer += chunk.value as string;
+      parser.feed(chunk.value as string);
     }
+    return parsed.shift()!;
   };
   return {
     status: res.statusCode ?? 0,

@@ -1,108 +1,42 @@
-import type { UsageRowDto } from '@portal/contracts';
-import type { AttachmentManifest, Block, TurnStatus } from '@portal/domain';
+import type {
+  AgentView,
+  AttachmentManifest,
+  ConversationHit,
+  ConversationSummary as ConversationListed,
+  ConversationView,
+  Me,
+  MessageView,
+  ModelView as PublicModel,
+  PostMessageResult,
+  Provider,
+  SkillView,
+  UsageRowDto,
+} from '@portal/contracts';
+import { EFFORT_LEVELS, type Effort } from '@portal/domain';
 
-/** What the client reads of the gateway's API (API.md), as JSON. */
-export type Effort = 'low' | 'medium' | 'high';
-export const EFFORTS: readonly Effort[] = ['low', 'medium', 'high'];
-
-export interface Me {
-  userId: string;
-  orgId: string;
-  role: string;
-  via: 'apiKey' | 'oidc';
-  name?: string;
-  /** With a browser session: the token state-changing requests carry as X-Portal-CSRF. */
-  csrf?: string;
-}
-
-/** GET /v1/auth/providers: the orgs whose people sign in through their identity provider. */
-export interface Provider {
-  orgId: string;
-  name: string;
-  loginUrl: string;
-}
+/** What the client reads of the gateway's API: the types inferred from the contract's schemas. */
+export type {
+  AgentView,
+  AttachmentManifest,
+  ConversationView,
+  Effort,
+  Me,
+  MessageView,
+  PostMessageResult,
+  Provider,
+  SkillView,
+};
+export type TurnView = ConversationView['turns'][number];
+/** A model of GET /v1/models; `compactAt` is read when present (the gateway does not send it yet). */
+export type ModelView = PublicModel & { compactAt?: number };
+/** A listed conversation; with a search (`?q=`) also where the words were found. */
+export type ConversationSummary = ConversationListed & Partial<Pick<ConversationHit, 'snippet'>>;
+export type UsageRow = UsageRowDto;
+/** A turn's usage rows summed. */
+export type UsageTotals = TurnView['usage'];
+export const EFFORTS = EFFORT_LEVELS;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
-
-export interface AgentView {
-  id: string;
-  name: string;
-  model: string;
-  effort: Effort;
-  /** Bound skills (slugs, or ids). */
-  skills: string[];
-}
-
-export interface SkillView {
-  id: string;
-  slug: string;
-  name: string;
-  description: string;
-  status: 'active' | 'inactive';
-  published: boolean;
-}
-
-export interface ModelView {
-  id: string;
-  contextWindow: number;
-  vision: { maxLongSide: number; maxShortSide: number } | null;
-  reasoning: boolean;
-  effortLevels: Effort[];
-  /** Share of the window at which a turn compacts, when the catalogue sets one. */
-  compactAt?: number;
-}
-
-export interface ConversationSummary {
-  id: string;
-  agentId: string;
-  title: string | null;
-  updatedAt: string;
-  /** With a search (`?q=`): where the words were found. */
-  snippet?: string;
-}
-
-export type UsageRow = UsageRowDto;
-
-/** A turn's usage rows summed. */
-export interface UsageTotals {
-  inputTokens: number;
-  outputTokens: number;
-  cachedTokens: number;
-  cost: number;
-}
-
-export interface TurnView {
-  id: string;
-  n: number;
-  kind: 'turn' | 'compaction';
-  status: TurnStatus;
-  effort: Effort | null;
-  error?: string | null;
-  model?: string;
-  /** Input tokens of the turn's latest call on its own model. */
-  contextTokens?: number | null;
-  usage?: UsageTotals;
-}
-
-export interface ConversationView {
-  id: string;
-  agentId: string;
-  title: string | null;
-  turns: TurnView[];
-}
-
-export interface MessageView {
-  id: string;
-  turnId: string;
-  role: 'user' | 'assistant';
-  attachmentIds?: string[];
-  blocks: Block[];
-}
-
-/** GET /v1/attachments/:id (API.md): the domain's manifest as it is. */
-export type { AttachmentManifest };
-
-export type PostMessageResult = { turnId: string; kind?: 'turn' | 'compaction'; steered?: true };
 
 export class ApiError extends Error {
   constructor(

@@ -1,65 +1,9 @@
 /**
  * Server-Sent Events over `fetch`: EventSource cannot send the Authorization header an API key
- * needs (a browser session's cookie it could), so the stream is read by hand, and reconnects
- * itself with `Last-Event-ID`.
+ * needs (a browser session's cookie it could), so the stream is read here, parsed by
+ * eventsource-parser, and reconnects itself with `Last-Event-ID`.
  */
-
-export interface SseMessage {
-  id: string | null;
-  event: string;
-  data: string;
-}
-
-/** The event stream format (HTML standard, "Parsing an event stream"), fed chunk by chunk. */
-export function createSseParser(): { feed(chunk: string): SseMessage[] } {
-  let buffer = '';
-  let data: string[] = [];
-  let event = '';
-  let id: string | null = null;
-  let sawCr = false;
-
-  function line(text: string, out: SseMessage[]) {
-    if (text === '') {
-      if (data.length > 0) out.push({ id, event: event || 'message', data: data.join('\n') });
-      data = [];
-      event = '';
-      id = null;
-      return;
-    }
-    if (text.startsWith(':')) return;
-    const colon = text.indexOf(':');
-    const field = colon < 0 ? text : text.slice(0, colon);
-    let value = colon < 0 ? '' : text.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') data.push(value);
-    else if (field === 'event') event = value;
-    else if (field === 'id' && !value.includes('\0')) id = value;
-  }
-
-  return {
-    feed(chunk: string) {
-      const out: SseMessage[] = [];
-      buffer += chunk;
-      let start = 0;
-      for (let i = 0; i < buffer.length; i++) {
-        const c = buffer[i];
-        if (c === '\n' && sawCr) {
-          // the \n of a \r\n pair: the line already ended at the \r
-          sawCr = false;
-          start = i + 1;
-          continue;
-        }
-        sawCr = c === '\r';
-        if (c === '\n' || c === '\r') {
-          line(buffer.slice(start, i), out);
-          start = i + 1;
-        }
-      }
-      buffer = buffer.slice(start);
-      return out;
-    },
-  };
-}
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 
 export interface EventStreamOptions {
   url: string;
@@ -152,33 +96,35 @@ export class EventStream {
       this.options.onOpen?.();
       const reader = res.body.getReader();
       const decoder = new TextDecoder();
-      const parser = createSseParser();
+      const parser = createParser({ onEvent: (message) => this.deliver(message) });
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
         clearTimeout(silence);
         silence = setTimeout(() => controller.abort(), SILENCE_MS);
-        for (const message of parser.feed(decoder.decode(value, { stream: true }))) {
-          if (message.id === null || this.closed) continue;
-          let data: unknown;
-          try {
-            data = JSON.parse(message.data);
-          } catch {
-            continue;
-          }
-          this.lastId = message.id;
-          try {
-            this.options.onEvent(message.id, data);
-          } catch (err) {
-            // A fault in drawing one event must not cost the connection (and a replay loop).
-            console.error('event', message.id, err);
-          }
-        }
+        parser.feed(decoder.decode(value, { stream: true }));
       }
       return 200;
     } finally {
       clearTimeout(silence);
       controller.abort();
+    }
+  }
+
+  private deliver(message: EventSourceMessage): void {
+    if (message.id === undefined || this.closed) return;
+    let data: unknown;
+    try {
+      data = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    this.lastId = message.id;
+    try {
+      this.options.onEvent(message.id, data);
+    } catch (err) {
+      // A fault in drawing one event must not cost the connection (and a replay loop).
+      console.error('event', message.id, err);
     }
   }
 }

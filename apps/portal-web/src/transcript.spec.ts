@@ -7,14 +7,20 @@ const T = 'turn-2';
 const text = (id: string, seq: number, body: string, extra: Partial<Block> = {}): Block =>
   ({ id, seq, kind: 'text', text: body, narration: false, steering: false, ...extra }) as Block;
 
+const settled = {
+  error: null,
+  model: 'local',
+  contextTokens: null,
+  usage: { inputTokens: 0, outputTokens: 0, cachedTokens: 0, cost: 0 },
+};
 const turns: TurnView[] = [
-  { id: 'turn-1', n: 1, kind: 'turn', status: 'completed', effort: 'medium' },
-  { id: T, n: 2, kind: 'turn', status: 'running', effort: 'high' },
+  { id: 'turn-1', n: 1, kind: 'turn', status: 'completed', effort: 'medium', ...settled },
+  { id: T, n: 2, kind: 'turn', status: 'running', effort: 'high', ...settled },
 ];
 const messages: MessageView[] = [
-  { id: 'm1', turnId: 'turn-1', role: 'user', blocks: [text('b1', 1, 'Hello')] },
-  { id: 'm2', turnId: 'turn-1', role: 'assistant', blocks: [text('b2', 2, 'Hi there.')] },
-  { id: 'm3', turnId: T, role: 'user', blocks: [text('b3', 1, 'Tell me more')] },
+  { id: 'm1', turnId: 'turn-1', role: 'user', attachmentIds: [], blocks: [text('b1', 1, 'Hello')] },
+  { id: 'm2', turnId: 'turn-1', role: 'assistant', attachmentIds: [], blocks: [text('b2', 2, 'Hi there.')] },
+  { id: 'm3', turnId: T, role: 'user', attachmentIds: [], blocks: [text('b3', 1, 'Tell me more')] },
 ];
 
 /** The events of turn 2 as the stream carries them, with ids 1-0, 2-0, ... */
@@ -57,7 +63,7 @@ describe('Transcript', () => {
   it('ignores a replay of what the loaded transcript already holds (a reload after the block finished)', () => {
     const loaded: MessageView[] = [
       ...messages,
-      { id: 'm4', turnId: T, role: 'assistant', blocks: [text('b4', 2, 'Tiếng Việt 👩🏽‍💻')] },
+      { id: 'm4', turnId: T, role: 'assistant', attachmentIds: [], blocks: [text('b4', 2, 'Tiếng Việt 👩🏽‍💻')] },
     ];
     const t = new Transcript(loaded, turns);
     const changes = turnEvents().flatMap(([id, e]) => t.apply(id, e));
@@ -78,7 +84,7 @@ describe('Transcript', () => {
     for (const [id, e] of turnEvents().slice(0, 2)) t.apply(id, e);
     const loaded: MessageView[] = [
       ...messages,
-      { id: 'm4', turnId: T, role: 'assistant', blocks: [text('b4', 2, 'Tiếng Việt 👩🏽‍💻')] },
+      { id: 'm4', turnId: T, role: 'assistant', attachmentIds: [], blocks: [text('b4', 2, 'Tiếng Việt 👩🏽‍💻')] },
     ];
     const changes = t.merge(loaded, [turns[0], { ...turns[1], status: 'completed' }]);
     expect(changes).toContainEqual({ type: 'block', block: t.block('b4') });
@@ -153,7 +159,16 @@ describe('Transcript', () => {
       note: null,
     };
     const t = new Transcript(
-      [...messages, { id: 'm4', turnId: T, role: 'assistant', blocks: [{ ...pending, approved: true }] }],
+      [
+        ...messages,
+        {
+          id: 'm4',
+          turnId: T,
+          role: 'assistant',
+          attachmentIds: [],
+          blocks: [{ ...pending, approved: true }],
+        },
+      ],
       [turns[0], { ...turns[1], status: 'completed' }],
     );
     t.apply('1-0', { type: 'block_finished', turnId: T, block: pending });

@@ -32,7 +32,7 @@ export class AppModule implements OnApplicationShutdown {
       module: AppModule,
       imports: [
         RedisModule.forRoot(config.redis), // first, so that it closes last
-        DalModule.forRoot(config.databaseUrl),
+        DalModule.forRoot(config),
         QueueModule.forRoot(config),
       ],
       providers: [
@@ -47,6 +47,7 @@ export class AppModule implements OnApplicationShutdown {
           provide: ModelClientFactory,
           useFactory: () =>
             new ModelClientFactory({
+              env: config.env,
               timeoutMs: config.modelTimeoutMs,
               idleTimeoutMs: config.modelIdleTimeoutMs,
             }),

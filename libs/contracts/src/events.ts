@@ -1,19 +1,33 @@
-import { isTerminal, type AttachmentManifest, type Block, type TurnStatus } from '@portal/domain';
+import { z } from 'zod';
+import { BLOCK_KINDS, isTerminal, type TurnStatus } from '@portal/domain';
+import { attachmentManifestSchema } from './api/attachments.schema';
+import { blockSchema, turnStatusSchema } from './api/blocks.schema';
+import { usageRowSchema } from './api/turns.schema';
 
-/** Server-Sent Events of a conversation (API.md "Events"). The stream id is the SSE `id:`. */
-export type PortalEvent =
-  | { type: 'turn_started'; turnId: string }
-  | { type: 'turn_state'; turnId: string; status: TurnStatus }
-  | { type: 'block_started'; turnId: string; blockId: string; kind: Block['kind'] }
-  | { type: 'text_delta'; turnId: string; blockId: string; text: string }
-  | { type: 'thinking_delta'; turnId: string; blockId: string; text: string }
-  | { type: 'block_finished'; turnId: string; block: Block }
-  | { type: 'compaction_started'; turnId: string }
-  | { type: 'compaction_finished'; turnId: string; block: Block }
-  | { type: 'usage'; turnId: string; row: UsageRowDto }
-  | { type: 'turn_finished'; turnId: string; status: TurnStatus; error?: string }
-  /** Reading progress of an attachment of the conversation; not tied to a turn. */
-  | { type: 'attachment_progress'; turnId?: undefined; attachment: AttachmentManifest };
+const turnEvent = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), turnId: z.string(), ...shape });
+
+/** Server-Sent Events of a conversation (API.md "Events"): the `data:` JSON. The stream id is the SSE `id:`. */
+export const portalEventSchema = z.discriminatedUnion('type', [
+  turnEvent('turn_started', {}),
+  turnEvent('turn_state', { status: turnStatusSchema }),
+  turnEvent('block_started', { blockId: z.string(), kind: z.enum(BLOCK_KINDS) }),
+  turnEvent('text_delta', { blockId: z.string(), text: z.string() }),
+  turnEvent('thinking_delta', { blockId: z.string(), text: z.string() }),
+  turnEvent('block_finished', { block: blockSchema }),
+  turnEvent('compaction_started', {}),
+  turnEvent('compaction_finished', { block: blockSchema }),
+  turnEvent('usage', { row: usageRowSchema }),
+  turnEvent('turn_finished', { status: turnStatusSchema, error: z.string().optional() }),
+  z
+    .object({
+      type: z.literal('attachment_progress'),
+      turnId: z.never().optional(),
+      attachment: attachmentManifestSchema,
+    })
+    .describe('Reading progress of an attachment of the conversation; not tied to a turn'),
+]);
+export type PortalEvent = z.output<typeof portalEventSchema>;
 
 export type PortalEventType = PortalEvent['type'];
 
@@ -22,15 +36,6 @@ export function turnStatusEvents(turnId: string, status: TurnStatus, error?: str
   const state: PortalEvent = { type: 'turn_state', turnId, status };
   if (!isTerminal(status)) return [state];
   return [state, { type: 'turn_finished', turnId, status, ...(error !== undefined && { error }) }];
-}
-
-export interface UsageRowDto {
-  kind: 'turn' | 'compaction' | 'summary' | 'review';
-  model: string;
-  inputTokens: number;
-  outputTokens: number;
-  cachedTokens: number;
-  cost: number;
 }
 
 /** Redis stream key of a conversation's events, under the portal prefix. */

@@ -298,7 +298,7 @@ async function explainWindowRead(url: string, conversationId: string, length: nu
 }
 
 export async function run(opts: { explain?: boolean } = {}): Promise<BenchRow[]> {
-  const db = await createScratchDatabase({ label: 'dal_bench' });
+  const db = await createScratchDatabase({ label: 'dal_bench', serverUrl: process.env['DATABASE_URL'] });
   const onSignal = () => void db.drop().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

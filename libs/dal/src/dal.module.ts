@@ -6,7 +6,7 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BLOB_STORE, blobStoreFromEnv } from './attachments/blob-store';
+import { BLOB_STORE, blobStoreFor } from './attachments/blob-store';
 import { createDataSource } from './data-source';
 import { AgentRepository } from './repositories/agent.repository';
 import { AttachmentRepository } from './repositories/attachment.repository';
@@ -48,7 +48,9 @@ export class DalModule implements OnApplicationShutdown {
     if (this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
-  static forRoot(databaseUrl: string, poolSize = 10): DynamicModule {
+  /** `blobStore`: the BLOB_STORE setting, read by the app's config. */
+  static forRoot(config: { databaseUrl: string; blobStore: string }, poolSize = 10): DynamicModule {
+    const { databaseUrl } = config;
     const dataSource: Provider = {
       provide: DataSource,
       useFactory: () => createDataSource(databaseUrl, { extra: { max: poolSize } }).initialize(),
@@ -60,7 +62,7 @@ export class DalModule implements OnApplicationShutdown {
     }));
     const blobStore: Provider = {
       provide: BLOB_STORE,
-      useFactory: (ds: DataSource) => blobStoreFromEnv(process.env, ds),
+      useFactory: (ds: DataSource) => blobStoreFor(config.blobStore, ds),
       inject: [DataSource],
     };
     return {

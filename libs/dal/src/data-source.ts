@@ -92,15 +92,13 @@ export interface ScratchDatabase {
 }
 
 /**
- * A fresh, uniquely named database beside DATABASE_URL's server (or `serverUrl`'s) with every
+ * A fresh, uniquely named database on `serverUrl`'s server (the local one by default) with every
  * migration applied, for tests and benchmarks; dropped again if the migrations fail.
  */
 export async function createScratchDatabase(
   options: { label?: string; overrides?: DataSourceOverrides; serverUrl?: string } = {},
 ): Promise<ScratchDatabase> {
-  const url = new URL(
-    options.serverUrl ?? process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-  );
+  const url = new URL(options.serverUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres');
   url.pathname = `/portal_${options.label ?? 'test'}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const databaseUrl = url.toString();
   await ensureDatabase(databaseUrl);

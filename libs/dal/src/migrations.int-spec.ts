@@ -52,7 +52,7 @@ describe('migrations', () => {
   let db: ScratchDatabase;
 
   beforeAll(async () => {
-    db = await createScratchDatabase({ label: 'dal_test' });
+    db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
   });
   afterAll(async () => {
     await db.drop();

@@ -23,7 +23,7 @@ let db: ScratchDatabase;
 let ds: DataSource;
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test' });
+  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   await seedOrg(ds, ACME);
   await seedOrg(ds, GLOBEX);

@@ -4,3 +4,4 @@ export * from './attachment.types';
 export * from './domain-error';
 export * from './turn-state';
 export * from './invariants';
+export * from './config-error';

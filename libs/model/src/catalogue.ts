@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
 import { EFFORT_LEVELS, type Effort } from '@portal/domain';
 
 export interface ModelVision {
@@ -109,7 +110,7 @@ export class CatalogueError extends Error {
  * file and every bad field), else the built-in local model plus the OpenAI models when
  * OPENAI_API_KEY is set. The first entry is the default model.
  */
-export function loadCatalogue(env: Record<string, string | undefined> = process.env): ModelEntry[] {
+export function loadCatalogue(env: Record<string, string | undefined>): ModelEntry[] {
   const file = env['PORTAL_MODELS_FILE'];
   if (!file) return env['OPENAI_API_KEY'] ? [LOCAL_MODEL, ...OPENAI_MODELS] : [LOCAL_MODEL];
 
@@ -137,124 +138,120 @@ export function parseCatalogue(content: string, source: string): ModelEntry[] {
     throw new CatalogueError(`PORTAL_MODELS_FILE ${source}: "models" must be a non-empty list`);
   }
 
-  const problems: string[] = [];
-  const entries = list.map((raw, i) => validateEntry(raw, `models[${i}]`, problems));
-  const seen = new Set<string>();
-  entries.forEach((entry, i) => {
-    if (entry.id && seen.has(entry.id)) problems.push(`models[${i}].id "${entry.id}" is listed twice`);
-    seen.add(entry.id);
-  });
-  if (problems.length > 0) {
-    throw new CatalogueError(`PORTAL_MODELS_FILE ${source}:\n  - ${problems.join('\n  - ')}`);
-  }
-  return entries;
+  const parsed = catalogueSchema.safeParse(list);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.flatMap((issue) => describeIssue(issue, list));
+  throw new CatalogueError(`PORTAL_MODELS_FILE ${source}:\n  - ${problems.join('\n  - ')}`);
 }
 
-const ENTRY_KEYS = new Set([
-  'id',
-  'model',
-  'baseURL',
-  'apiKeyEnv',
-  'contextWindow',
-  'vision',
-  'reasoning',
-  'compactAt',
-  'price',
-  'builtin',
-]);
+const positiveInt = z.number().int().positive();
+const usd = z.number().min(0).refine(Number.isFinite);
 
-function validateEntry(raw: unknown, at: string, problems: string[]): ModelEntry {
-  if (!isObject(raw)) {
-    problems.push(`${at} must be an object`);
-    return {} as ModelEntry;
-  }
-  const label = typeof raw['id'] === 'string' ? `${at} (${raw['id']})` : at;
-  const bad = (field: string, rule: string) => problems.push(`${label}.${field} ${rule}`);
-  for (const key of Object.keys(raw)) if (!ENTRY_KEYS.has(key)) bad(key, 'is not a known field');
+const entrySchema = z
+  .strictObject(
+    {
+      id: z.string().trim().min(1),
+      model: z.string().trim().min(1).optional(),
+      baseURL: z.string().refine(isHttpUrl).optional(),
+      apiKeyEnv: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+        .optional(),
+      contextWindow: positiveInt,
+      vision: z
+        .strictObject({ maxLongSide: positiveInt, maxShortSide: positiveInt })
+        .refine((v) => v.maxShortSide <= v.maxLongSide, {
+          path: ['maxShortSide'],
+          message: 'must not exceed maxLongSide',
+        })
+        .nullish(),
+      reasoning: z.boolean().default(false),
+      compactAt: z.number().gt(0).lte(1).optional(),
+      price: z.strictObject({ inputPerMTok: usd, outputPerMTok: usd, cachedInputPerMTok: usd.optional() }),
+      builtin: z.literal('local').optional(),
+    },
+    { error: 'must be an object' },
+  )
+  .refine((e) => e.baseURL !== undefined || e.builtin === 'local', {
+    path: ['baseURL'],
+    message: 'must be an http(s) URL',
+  })
+  .transform(
+    ({
+      id,
+      model,
+      baseURL,
+      apiKeyEnv,
+      contextWindow,
+      vision,
+      reasoning,
+      compactAt,
+      price,
+      builtin,
+    }): ModelEntry => ({
+      id,
+      model: model ?? id,
+      baseURL: baseURL ?? LOCAL_BASE_URL,
+      ...(apiKeyEnv !== undefined && { apiKeyEnv }),
+      contextWindow,
+      vision: vision ?? null,
+      reasoning,
+      ...(compactAt !== undefined && { compactAt }),
+      // Cached input costs what plain input costs unless the file says otherwise.
+      price: { ...price, cachedInputPerMTok: price.cachedInputPerMTok ?? price.inputPerMTok },
+      ...(builtin && { builtin }),
+    }),
+  );
 
-  const id = raw['id'];
-  if (typeof id !== 'string' || id.trim() === '') bad('id', 'must be a non-empty string');
-
-  const model = raw['model'] ?? id;
-  if (typeof model !== 'string' || model.trim() === '') bad('model', 'must be a non-empty string');
-
-  const builtin = raw['builtin'];
-  if (builtin !== undefined && builtin !== 'local') bad('builtin', 'must be "local" when given');
-
-  let baseURL = raw['baseURL'];
-  if (builtin === 'local' && baseURL === undefined) baseURL = LOCAL_BASE_URL;
-  else if (typeof baseURL !== 'string' || !isHttpUrl(baseURL)) bad('baseURL', 'must be an http(s) URL');
-
-  const apiKeyEnv = raw['apiKeyEnv'];
-  if (
-    apiKeyEnv !== undefined &&
-    (typeof apiKeyEnv !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv))
-  ) {
-    bad('apiKeyEnv', 'must be an environment variable name');
-  }
-
-  const contextWindow = raw['contextWindow'];
-  if (!isPositiveInt(contextWindow)) bad('contextWindow', 'must be a positive integer');
-
-  let vision: ModelVision | null = null;
-  if (raw['vision'] !== undefined && raw['vision'] !== null) {
-    const v = raw['vision'];
-    if (!isObject(v) || !isPositiveInt(v['maxLongSide']) || !isPositiveInt(v['maxShortSide'])) {
-      bad('vision', 'must be { maxLongSide, maxShortSide } with positive integers, or be left out');
-    } else if (v['maxShortSide'] > v['maxLongSide']) {
-      bad('vision.maxShortSide', 'must not exceed maxLongSide');
-    } else {
-      vision = { maxLongSide: v['maxLongSide'], maxShortSide: v['maxShortSide'] };
-    }
-  }
-
-  const reasoning = raw['reasoning'] ?? false;
-  if (typeof reasoning !== 'boolean') bad('reasoning', 'must be true or false');
-
-  const compactAt = raw['compactAt'];
-  if (compactAt !== undefined && !(typeof compactAt === 'number' && compactAt > 0 && compactAt <= 1)) {
-    bad('compactAt', 'must be a number above 0 and at most 1');
-  }
-
-  const price = raw['price'];
-  let checkedPrice: ModelPrice = { inputPerMTok: 0, outputPerMTok: 0, cachedInputPerMTok: 0 };
-  if (!isObject(price)) {
-    bad('price', 'must be { inputPerMTok, outputPerMTok, cachedInputPerMTok? }');
-  } else {
-    for (const key of Object.keys(price)) {
-      if (!['inputPerMTok', 'outputPerMTok', 'cachedInputPerMTok'].includes(key)) {
-        bad(`price.${key}`, 'is not a known field');
+/** PORTAL_MODELS_FILE's `models`: API.md "Model catalogue", ids distinct. */
+const catalogueSchema = z.array(entrySchema).superRefine(
+  (entries, ctx) => {
+    const seen = new Set<unknown>();
+    entries.forEach((entry: unknown, i) => {
+      // Checked even when an entry is bad (`when`), so the entry may still be the raw value.
+      const id = isObject(entry) ? entry['id'] : undefined;
+      if (typeof id === 'string' && seen.has(id)) {
+        ctx.addIssue({ code: 'custom', path: [i, 'id'], message: 'is listed twice' });
       }
-    }
-    // Cached input costs what plain input costs unless the file says otherwise.
-    const cached = price['cachedInputPerMTok'] ?? price['inputPerMTok'];
-    for (const [key, value] of [
-      ['inputPerMTok', price['inputPerMTok']],
-      ['outputPerMTok', price['outputPerMTok']],
-      ['cachedInputPerMTok', cached],
-    ] as const) {
-      if (!isNonNegative(value)) bad(`price.${key}`, 'must be a number ≥ 0 (USD per million tokens)');
-    }
-    checkedPrice = {
-      inputPerMTok: price['inputPerMTok'] as number,
-      outputPerMTok: price['outputPerMTok'] as number,
-      cachedInputPerMTok: cached as number,
-    };
-  }
+      seen.add(id);
+    });
+  },
+  { when: () => true },
+);
 
-  const entry: ModelEntry = {
-    id: id as string,
-    model: model as string,
-    baseURL: baseURL as string,
-    contextWindow: contextWindow as number,
-    vision,
-    reasoning: reasoning as boolean,
-    price: checkedPrice,
-  };
-  if (apiKeyEnv !== undefined) entry.apiKeyEnv = apiKeyEnv as string;
-  if (compactAt !== undefined) entry.compactAt = compactAt as number;
-  if (builtin === 'local') entry.builtin = 'local';
-  return entry;
+/** What the file says wrong about a field, in words; keyed by the field's last name. */
+const RULES: Record<string, string> = {
+  id: 'must be a non-empty string',
+  model: 'must be a non-empty string',
+  baseURL: 'must be an http(s) URL',
+  apiKeyEnv: 'must be an environment variable name',
+  contextWindow: 'must be a positive integer',
+  vision: 'must be { maxLongSide, maxShortSide } with positive integers, or be left out',
+  maxLongSide: 'must be a positive integer',
+  maxShortSide: 'must be a positive integer',
+  reasoning: 'must be true or false',
+  compactAt: 'must be a number above 0 and at most 1',
+  price: 'must be { inputPerMTok, outputPerMTok, cachedInputPerMTok? }',
+  inputPerMTok: 'must be a number ≥ 0 (USD per million tokens)',
+  outputPerMTok: 'must be a number ≥ 0 (USD per million tokens)',
+  cachedInputPerMTok: 'must be a number ≥ 0 (USD per million tokens)',
+  builtin: 'must be "local" when given',
+};
+
+/** `models[0] (gpt-x).price.inputPerMTok must be …`: one line per problem, naming the entry by its id. */
+function describeIssue(issue: z.core.$ZodIssue, list: unknown[]): string[] {
+  const [index, ...rest] = issue.path;
+  const raw = list[index as number];
+  const rawId = isObject(raw) && typeof raw['id'] === 'string' ? raw['id'] : undefined;
+  const at = `models[${String(index)}]`;
+  const label = rawId === undefined ? at : `${at} (${rawId})`;
+  const field = rest.join('.');
+  if (issue.code === 'unrecognized_keys')
+    return issue.keys.map((key) => `${label}.${[...rest, key].join('.')} is not a known field`);
+  if (rest.length === 0) return [`${at} must be an object`];
+  if (issue.message === 'is listed twice') return [`${at}.id "${rawId}" is listed twice`];
+  const custom = issue.code === 'custom' && issue.message !== 'Invalid input' ? issue.message : undefined;
+  return [`${label}.${field} ${custom ?? RULES[String(rest.at(-1))] ?? issue.message}`];
 }
 
 export function findModel(catalogue: readonly ModelEntry[], id: string): ModelEntry | undefined {
@@ -287,14 +284,6 @@ export function priceUsage(entry: ModelEntry, usage: TokenUsage): number {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isPositiveInt(value: unknown): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value > 0;
-}
-
-function isNonNegative(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
 }
 
 function isHttpUrl(value: string): boolean {

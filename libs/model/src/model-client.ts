@@ -25,7 +25,8 @@ export interface StreamChatOptions {
 export type ModelStreamEvent = ModelDelta | { type: 'done'; result: StreamResult };
 
 export interface ModelClientFactoryOptions {
-  env?: Record<string, string | undefined>;
+  /** The environment the app read: the catalogue's `apiKeyEnv` names variables of it. */
+  env: Record<string, string | undefined>;
   /** Time to the response headers (the SDK's own timeout). Default 120 s. */
   timeoutMs?: number;
   /** Longest silence between two chunks of an open stream. Default 120 s. */
@@ -44,8 +45,8 @@ export class ModelClientFactory {
   private readonly timeoutMs: number;
   private readonly idleTimeoutMs: number;
 
-  constructor(private readonly options: ModelClientFactoryOptions = {}) {
-    this.env = options.env ?? process.env;
+  constructor(private readonly options: ModelClientFactoryOptions) {
+    this.env = options.env;
     this.timeoutMs = options.timeoutMs ?? 120_000;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
   }

@@ -1,4 +1,4 @@
-import { ConfigError } from '@portal/contracts';
+import { ConfigError } from '@portal/domain';
 import { DEFAULT_LIMITS, limitsFromEnv, resolveLimits, SCREEN_LIMITS } from './limits';
 
 describe('limits', () => {

@@ -1,4 +1,4 @@
-import { ConfigError, type Env } from '@portal/contracts';
+import { ConfigError, type Env } from '@portal/domain';
 
 /** Every number of SPEC.md, in one place. Overridable by configuration (`PORTAL_LIMIT_<NAME>`). */
 export const DEFAULT_LIMITS = {

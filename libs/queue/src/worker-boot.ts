@@ -1,7 +1,7 @@
 import type { DynamicModule, INestMicroservice, LoggerService, LogLevel, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { AsyncMicroserviceOptions } from '@nestjs/microservices';
-import { envInt, type QueueName } from '@portal/contracts';
+import type { QueueName } from '@portal/contracts';
 import { BullMqClient } from './bullmq.client';
 import { BullMqServer } from './bullmq.server';
 import { startHealthServer, type ReadinessCheck } from './health.server';
@@ -10,12 +10,6 @@ import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
 import { createLogger } from './observability/logger.util';
 import { NestPinoLogger } from './observability/nest-logger.service';
 import { PortalMetrics } from './observability/portal-metrics.service';
-
-/**
- * How long SIGTERM waits for running jobs to finish or be handed back before the process exits
- * anyway (SHUTDOWN_DEADLINE_MS). The k8s grace period is this plus a margin.
- */
-export const DEFAULT_SHUTDOWN_DEADLINE_MS = 25_000;
 
 /**
  * A worker as a Nest microservice on the BullMQ transport, consuming `queues` once `listen()` is
@@ -43,8 +37,13 @@ export interface WorkerBootOptions {
   healthPort: number;
   /** Extra readiness checks beyond Redis (e.g. the database). */
   ready: (app: INestMicroservice) => ReadinessCheck;
-  /** Overrides SHUTDOWN_DEADLINE_MS. */
-  shutdownDeadlineMs?: number;
+  /**
+   * SHUTDOWN_DEADLINE_MS: how long SIGTERM waits for running jobs to finish or be handed back before
+   * the process exits anyway. The k8s grace period is this plus a margin.
+   */
+  shutdownDeadlineMs: number;
+  /** LOG_LEVEL. */
+  logLevel: string;
 }
 
 /**
@@ -52,10 +51,8 @@ export interface WorkerBootOptions {
  * SIGTERM.
  */
 export async function bootWorker(options: WorkerBootOptions): Promise<INestMicroservice> {
-  const deadlineMs =
-    options.shutdownDeadlineMs ??
-    configOrExit(() => envInt(process.env, 'SHUTDOWN_DEADLINE_MS', DEFAULT_SHUTDOWN_DEADLINE_MS, { min: 1 }));
-  const log = createLogger({ name: options.name });
+  const deadlineMs = options.shutdownDeadlineMs;
+  const log = createLogger({ name: options.name, level: options.logLevel });
   const app = await createQueueMicroservice(options.module, {
     queues: options.queues,
     logger: new NestPinoLogger(log),

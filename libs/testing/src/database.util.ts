@@ -7,5 +7,5 @@ export type TestDatabase = ScratchDatabase;
  * `serverUrl`) with every migration applied.
  */
 export function createTestDatabase(serverUrl?: string): Promise<TestDatabase> {
-  return createScratchDatabase({ label: 'test', ...(serverUrl && { serverUrl }) });
+  return createScratchDatabase({ label: 'test', serverUrl: serverUrl ?? process.env['DATABASE_URL'] });
 }

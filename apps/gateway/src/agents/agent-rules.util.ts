@@ -1,5 +1,5 @@
 import { findModel, type ModelEntry } from '@portal/model';
-import type { AgentSpec } from './agent.schemas';
+import type { AgentSpec } from '@portal/contracts';
 
 export interface FieldProblem {
   field: string;

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Inject, Param, Patch, Post } from '@nestjs/commo
 import { AuthorsOnly, Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
 import { ZodBody } from '../common/validation.pipe';
-import { agentPatchSchema, agentSchema, type AgentPatch, type AgentSpec } from './agent.schemas';
+import { agentPatchSchema, agentSchema, type AgentPatch, type AgentSpec } from '@portal/contracts';
 import { AgentsService, type AgentView } from './agents.service';
 
 @Controller('v1/agents')

@@ -6,7 +6,7 @@ import type { Principal } from '../common/principal.types';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { canSee } from '../skills/skill-access.util';
 import { agentProblems } from './agent-rules.util';
-import type { AgentPatch, AgentSpec } from './agent.schemas';
+import type { AgentPatch, AgentSpec } from '@portal/contracts';
 
 export type AgentView = Omit<Agent, 'orgId'> & { skills: string[] };
 

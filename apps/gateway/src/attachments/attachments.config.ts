@@ -1,5 +1,16 @@
-import { envDuration, envInt, type Env } from '@portal/contracts';
+import { z } from 'zod';
+import { envVar, parseEnv, type Env } from '@portal/contracts';
 import type { ModelEntry } from '@portal/model';
+
+export const attachmentsEnv = {
+  ATTACHMENT_MAX_BYTES: envVar.int('Uploads above this many bytes answer 413 `too_large`', 25 * 1024 * 1024, {
+    min: 1,
+  }),
+  UPLOAD_HANDOFF_TTL: envVar.duration(
+    "How long an upload's bytes wait in Redis for the ingest worker while the blob store is written; 0 turns the hand-off off",
+    '30s',
+  ),
+};
 
 export interface AttachmentsConfig {
   /** Uploads above this many bytes answer 413 `too_large`. */
@@ -15,11 +26,7 @@ export interface AttachmentsConfig {
 
 export const ATTACHMENTS_CONFIG = Symbol('ATTACHMENTS_CONFIG');
 
-/** `ATTACHMENT_MAX_BYTES` [25 MiB], `UPLOAD_HANDOFF_TTL` [30s]. */
 export function readAttachmentsConfig(env: Env, catalogue: readonly ModelEntry[]): AttachmentsConfig {
-  return {
-    catalogue,
-    maxBytes: envInt(env, 'ATTACHMENT_MAX_BYTES', 25 * 1024 * 1024, { min: 1 }),
-    handoffTtlMs: envDuration(env, 'UPLOAD_HANDOFF_TTL', 30_000),
-  };
+  const vars = parseEnv(z.object(attachmentsEnv), env);
+  return { catalogue, maxBytes: vars.ATTACHMENT_MAX_BYTES, handoffTtlMs: vars.UPLOAD_HANDOFF_TTL };
 }

@@ -73,7 +73,7 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
   @Module({
     imports: [
       RedisModule.forRoot({ url: redisUrl }),
-      DalModule.forRoot(db.url, 2),
+      DalModule.forRoot({ databaseUrl: db.url, blobStore: 'postgres' }, 2),
       QueueModule.forRoot({ prefix }),
       AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs, catalogue: [] }),
     ],

@@ -6,8 +6,7 @@ import type { Env } from '@portal/contracts';
 import type { ModelEntry } from '@portal/model';
 import { agentProblems } from '../agents/agent-rules.util';
 import { oidcProviders, oidcSchema } from '../auth/oidc-config';
-import { agentSchema, idSchema } from '../agents/agent.schemas';
-import { skillSchema } from '../skills/skill.schemas';
+import { agentSchema, idSchema, skillSchema } from '@portal/contracts';
 
 export const API_KEY_PATTERN = /^pk_[A-Za-z0-9._-]{4,}$/;
 

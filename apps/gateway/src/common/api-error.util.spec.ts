@@ -4,7 +4,8 @@ import { Client } from 'pg';
 import { QueryFailedError } from 'typeorm';
 import { DalError } from '@portal/dal';
 import { DomainError, ERROR_CODES } from '@portal/domain';
-import { ERROR_STATUS, toApiError } from './api-error.util';
+import { ERROR_STATUS } from '@portal/contracts';
+import { toApiError } from './api-error.util';
 
 describe('toApiError', () => {
   it('gives every API error code a status', () => {

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { envInt, type Env } from '@portal/contracts';
+import { z } from 'zod';
+import { envVar, parseEnv, type Env } from '@portal/contracts';
 import { hashApiKey } from '@portal/dal';
 import { DomainError } from '@portal/domain';
 import type { RedisClient, RedisConnections } from '@portal/redis';
@@ -12,9 +13,15 @@ export interface RateLimitConfig {
   windowMs: number;
 }
 
-/** `RATE_LIMIT_PER_MINUTE` [600]; 0 turns the limit off. */
+export const rateLimitEnv = {
+  RATE_LIMIT_PER_MINUTE: envVar.int(
+    'Requests one API key or session may make per minute; 0 turns the limit off',
+    600,
+  ),
+};
+
 export function readRateLimitConfig(env: Env): RateLimitConfig {
-  return { perMinute: envInt(env, 'RATE_LIMIT_PER_MINUTE', 600, { min: 0 }), windowMs: 60_000 };
+  return { perMinute: parseEnv(z.object(rateLimitEnv), env).RATE_LIMIT_PER_MINUTE, windowMs: 60_000 };
 }
 
 export interface RateLimitDecision {

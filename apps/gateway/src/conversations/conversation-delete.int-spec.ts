@@ -50,19 +50,11 @@ describe.each([
   let gw: Harness;
   let blobs: BlobStore;
   let fileRoot: string | null = null;
-  const previous = process.env['BLOB_STORE'];
 
   beforeAll(async () => {
     const value = blobStoreValue();
     fileRoot = value.startsWith('file:') ? value.slice('file:'.length) : null;
-    // The DAL module picks the blob store from the process environment when the gateway starts.
-    process.env['BLOB_STORE'] = value;
-    try {
-      gw = await startGateway();
-    } finally {
-      if (previous === undefined) delete process.env['BLOB_STORE'];
-      else process.env['BLOB_STORE'] = previous;
-    }
+    gw = await startGateway({ env: { BLOB_STORE: value } });
     blobs = gw.app.get<BlobStore>(BLOB_STORE);
   });
   afterAll(async () => {

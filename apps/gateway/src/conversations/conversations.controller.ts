@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { createConversationSchema, renameConversationSchema, searchQuerySchema } from '@portal/contracts';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
 import { parseInput, ZodBody } from '../common/validation.pipe';
@@ -10,10 +11,6 @@ import {
   type ConversationView,
 } from './conversations.service';
 import type { MessageView } from './transcript.util';
-
-const createConversationSchema = z.strictObject({ agentId: z.string().min(1) });
-const searchQuerySchema = z.string().trim().max(500).optional();
-const renameConversationSchema = z.strictObject({ title: z.string().trim().min(1).max(200) });
 
 @Controller('v1/conversations')
 export class ConversationsController {

@@ -1,4 +1,23 @@
-import { envDuration, envInt, type Env } from '@portal/contracts';
+import { z } from 'zod';
+import { envVar, parseEnv, type Env } from '@portal/contracts';
+
+export const sseEnv = {
+  SSE_MAX_PER_USER: envVar.int(
+    'Open event streams one user may hold on a gateway; beyond, 429 `too_many_streams`; 0: no cap',
+    20,
+    { min: 0 },
+  ),
+  SSE_MAX_BUFFER_BYTES: envVar.int(
+    "Bytes a client may leave unread in its stream's buffer; a client past it is dropped and reconnects with Last-Event-ID",
+    256 * 1024,
+    { min: 1024 },
+  ),
+  SSE_HEARTBEAT: envVar.duration(
+    'Between comment lines that keep proxies from closing idle streams and find dead sockets',
+    '15s',
+    { minMs: 10 },
+  ),
+};
 
 export interface SseConfig {
   /** Open streams one user may hold on a gateway; beyond, 429 `too_many_streams`. 0: no cap. */
@@ -12,11 +31,11 @@ export interface SseConfig {
   heartbeatMs: number;
 }
 
-/** `SSE_MAX_PER_USER` [20], `SSE_MAX_BUFFER_BYTES` [256 KiB], `SSE_HEARTBEAT` [15s]. */
 export function readSseConfig(env: Env): SseConfig {
+  const vars = parseEnv(z.object(sseEnv), env);
   return {
-    maxPerUser: envInt(env, 'SSE_MAX_PER_USER', 20, { min: 0 }),
-    maxBufferBytes: envInt(env, 'SSE_MAX_BUFFER_BYTES', 256 * 1024, { min: 1024 }),
-    heartbeatMs: envDuration(env, 'SSE_HEARTBEAT', 15_000, { minMs: 10 }),
+    maxPerUser: vars.SSE_MAX_PER_USER,
+    maxBufferBytes: vars.SSE_MAX_BUFFER_BYTES,
+    heartbeatMs: vars.SSE_HEARTBEAT,
   };
 }

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Inject, Param, Post } from '@nestjs/common'
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
 import { ZodBody } from '../common/validation.pipe';
-import { postMessageSchema, type PostMessage, type PostMessageResult } from './message.schemas';
+import { postMessageSchema, type PostMessage, type PostMessageResult } from '@portal/contracts';
 import { MessagesService } from './messages.service';
 
 @Controller('v1/conversations')

@@ -14,7 +14,7 @@ import type { Principal } from '../common/principal.types';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
 import { CompactionRequestService } from './compaction-request.service';
 import { MessageChecksService } from './message-checks.service';
-import type { PostMessage, PostMessageResult } from './message.schemas';
+import type { PostMessage, PostMessageResult } from '@portal/contracts';
 import { retryRefused, TurnOpeningService } from './turn-opening.service';
 
 /** Another writer took the message position: read again and decide again. */

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { AuthorsOnly, Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
 import { ZodBody } from '../common/validation.pipe';
-import { skillPatchSchema, skillSchema, type SkillSpec } from './skill.schemas';
+import { skillPatchSchema, skillSchema, type SkillSpec } from '@portal/contracts';
 import { SkillsService, type SkillView } from './skills.service';
 
 @Controller('v1/skills')

@@ -4,7 +4,7 @@ import { SkillRepository, type Skill } from '@portal/dal';
 import { DomainError } from '@portal/domain';
 import type { Principal } from '../common/principal.types';
 import { canSee } from './skill-access.util';
-import type { skillPatchSchema, SkillSpec } from './skill.schemas';
+import type { skillPatchSchema, SkillSpec } from '@portal/contracts';
 
 export type SkillView = Omit<Skill, 'orgId'>;
 

@@ -12,7 +12,7 @@ import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
 import { parseInput } from '../common/validation.pipe';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
-import { approvalAnswerSchema, clarificationAnswerSchema } from './turn.schemas';
+import { approvalAnswerSchema, clarificationAnswerSchema } from '@portal/contracts';
 
 export type TurnView = Turn;
 export type UsageView = Omit<UsageRow, 'turnId'>;

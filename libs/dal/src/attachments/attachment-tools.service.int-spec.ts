@@ -50,7 +50,7 @@ async function attachment(
 }
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test' });
+  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   repo = new AttachmentRepository(ds);
   tools = new AttachmentToolsService(repo, { readChars: 1000, searchResults: 5 });

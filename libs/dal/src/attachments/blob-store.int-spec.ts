@@ -3,13 +3,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
-import {
-  blobStoreFromEnv,
-  FileBlobStore,
-  PostgresBlobStore,
-  type BlobKey,
-  type BlobStore,
-} from './blob-store';
+import { blobStoreFor, FileBlobStore, PostgresBlobStore, type BlobKey, type BlobStore } from './blob-store';
 
 const ACME = 'acme';
 const GLOBEX = 'globex';
@@ -18,7 +12,7 @@ let db: ScratchDatabase;
 let root: string;
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'blobs' });
+  db = await createScratchDatabase({ label: 'blobs', serverUrl: process.env['DATABASE_URL'] });
   root = mkdtempSync(join(tmpdir(), 'portal-blobs-'));
 });
 
@@ -172,15 +166,15 @@ describe('FileBlobStore', () => {
   });
 });
 
-describe('blobStoreFromEnv', () => {
+describe('blobStoreFor', () => {
   it('is Postgres when BLOB_STORE is unset or `postgres`', () => {
-    expect(blobStoreFromEnv({}, db.dataSource)).toBeInstanceOf(PostgresBlobStore);
-    expect(blobStoreFromEnv({ BLOB_STORE: '' }, db.dataSource)).toBeInstanceOf(PostgresBlobStore);
-    expect(blobStoreFromEnv({ BLOB_STORE: 'postgres' }, db.dataSource)).toBeInstanceOf(PostgresBlobStore);
+    expect(blobStoreFor(undefined, db.dataSource)).toBeInstanceOf(PostgresBlobStore);
+    expect(blobStoreFor('', db.dataSource)).toBeInstanceOf(PostgresBlobStore);
+    expect(blobStoreFor('postgres', db.dataSource)).toBeInstanceOf(PostgresBlobStore);
   });
 
   it('is files under the path of `file:/abs/path`', async () => {
-    const store = blobStoreFromEnv({ BLOB_STORE: `file:${root}` }, db.dataSource);
+    const store = blobStoreFor(`file:${root}`, db.dataSource);
     expect(store).toBeInstanceOf(FileBlobStore);
     const k = key();
     await store.put(k, Buffer.from('on the volume'));
@@ -189,7 +183,7 @@ describe('blobStoreFromEnv', () => {
 
   it('throws for anything else', () => {
     for (const value of ['s3://bucket', 'file:relative/path', 'file:', 'Postgres', 'file://host/x']) {
-      expect(() => blobStoreFromEnv({ BLOB_STORE: value }, db.dataSource)).toThrow(
+      expect(() => blobStoreFor(value, db.dataSource)).toThrow(
         `BLOB_STORE must be "postgres" or "file:/absolute/path", not "${value}"`,
       );
     }

@@ -131,8 +131,8 @@ export class FileBlobStore implements BlobStore {
  * The store `BLOB_STORE` names: unset or `postgres` for the table, `file:/absolute/path` for a
  * shared volume. Anything else throws, so a misconfigured pod fails at start.
  */
-export function blobStoreFromEnv(env: Record<string, string | undefined>, db: Db): BlobStore {
-  const value = env['BLOB_STORE']?.trim() || 'postgres';
+export function blobStoreFor(setting: string | undefined, db: Db): BlobStore {
+  const value = setting?.trim() || 'postgres';
   if (value === 'postgres') return new PostgresBlobStore(db);
   // One leading slash: `file://host/x` is a URL, whose host would silently become a directory.
   const path = /^file:(\/(?!\/).*)$/.exec(value)?.[1];

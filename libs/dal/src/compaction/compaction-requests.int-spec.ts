@@ -26,7 +26,7 @@ const redis = new IORedis(redisUrl);
 const connections = new RedisConnections({ url: redisUrl });
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test' });
+  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
   queues = new BullMqClient({ redis: connections, prefix });

@@ -63,7 +63,7 @@ const blobs = new FileBlobStore(blobDir);
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test' });
+  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   loader = new PromptInputLoader(ds, blobs);
   await seedOrg(ds, ORG);

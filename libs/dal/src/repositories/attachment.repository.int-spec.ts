@@ -26,7 +26,7 @@ const upload = (kind: NewAttachment['kind'] = 'document'): NewAttachment => ({
 });
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'attachments' });
+  db = await createScratchDatabase({ label: 'attachments', serverUrl: process.env['DATABASE_URL'] });
   repo = new AttachmentRepository(db.dataSource);
   for (const org of [ACME, GLOBEX]) await new OrgRepository(db.dataSource).upsert(org);
   await new UserRepository(db.dataSource).upsert(ACME, 'alice', 'member');

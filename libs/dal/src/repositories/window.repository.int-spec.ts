@@ -20,7 +20,7 @@ let db: ScratchDatabase;
 let ds: DataSource;
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test' });
+  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
   await seedOrg(ds, OTHER);

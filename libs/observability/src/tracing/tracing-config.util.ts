@@ -1,4 +1,4 @@
-import { ConfigError, type Env } from '@portal/contracts';
+import { ConfigError, readTracingEnv, type Env } from '@portal/contracts';
 
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
@@ -14,22 +14,23 @@ const PROTOCOLS: readonly string[] = ['http/protobuf', 'http/json'];
  * endpoint, headers and timeouts from the same variables.
  */
 export function readTracingConfig(env: Env, defaultServiceName: string): TracingConfig {
-  const endpoint = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'];
-  const exporter = env['OTEL_TRACES_EXPORTER'] || 'otlp';
+  const vars = readTracingEnv(env);
+  const endpoint = vars.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || vars.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const exporter = vars.OTEL_TRACES_EXPORTER;
   if (exporter !== 'otlp' && exporter !== 'none') {
     throw new ConfigError('OTEL_TRACES_EXPORTER', `must be otlp or none, got "${exporter}"`);
   }
-  if (env['OTEL_SDK_DISABLED'] === 'true' || exporter === 'none' || !endpoint) return { enabled: false };
-  const variable = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL']
+  if (vars.OTEL_SDK_DISABLED === 'true' || exporter === 'none' || !endpoint) return { enabled: false };
+  const variable = vars.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
     ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
     : 'OTEL_EXPORTER_OTLP_PROTOCOL';
-  const protocol = env[variable] || 'http/protobuf';
+  const protocol = vars[variable] || 'http/protobuf';
   if (!PROTOCOLS.includes(protocol)) {
     throw new ConfigError(variable, `must be http/protobuf or http/json, got "${protocol}"`);
   }
   return {
     enabled: true,
-    serviceName: env['OTEL_SERVICE_NAME'] || defaultServiceName,
+    serviceName: vars.OTEL_SERVICE_NAME || defaultServiceName,
     protocol: protocol as OtlpProtocol,
   };
 }

@@ -41,7 +41,7 @@ const context = new AsyncLocalStorage<LogFields>();
 export interface CreateLoggerOptions {
   /** The app: `name` on every line. */
   name: string;
-  /** LOG_LEVEL, default `info`; `silent` writes nothing. */
+  /** The app's LOG_LEVEL, default `info`; `silent` writes nothing. */
   level?: string;
   /** Where lines go; default stdout. Tests pass a stream to read them. */
   destination?: DestinationStream;
@@ -54,7 +54,7 @@ export interface CreateLoggerOptions {
 export function createLogger(options: CreateLoggerOptions): Logger {
   const config: LoggerOptions = {
     name: options.name,
-    level: options.level ?? process.env['LOG_LEVEL'] ?? 'info',
+    level: options.level ?? 'info',
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },

@@ -31,31 +31,25 @@ export function parseYamlDocs(text: string, source: string): Doc[] {
   });
 }
 
-function findNumber(file: string, patterns: RegExp[]): number | undefined {
-  const text = readRepoFile(file);
-  for (const pattern of patterns) {
-    const match = pattern.exec(text);
-    if (match) return Number(match[1].replace(/_/g, ''));
-  }
-  return undefined;
+/**
+ * A service's default for a numeric variable, as docs/configuration.md gives it: the page is
+ * generated from the services' env schemas, and a test keeps it so.
+ */
+function configDefault(app: App, variable: string): number {
+  const section = readRepoFile('docs/configuration.md')
+    .split(/^## /m)
+    .find((part) => part.startsWith(`${app}\n`));
+  const match = section && new RegExp(`^\\| \`${variable}\`\\s*\\| \`(\\d+)\``, 'm').exec(section);
+  if (!match) throw new Error(`docs/configuration.md: no default of ${variable} for ${app}`);
+  return Number(match[1]);
 }
 
-/** The port an app listens on when nothing overrides it (its config.ts). */
+/** The port an app listens on when nothing overrides it. */
 export function defaultPort(app: App): number {
-  const variable = app === 'gateway' ? 'PORT' : 'HEALTH_PORT';
-  const port = findNumber(`apps/${app}/src/config.ts`, [new RegExp(`'${variable}',\\s*(\\d+)`)]);
-  if (port === undefined) throw new Error(`apps/${app}/src/config.ts: no default for ${variable} found`);
-  return port;
+  return configDefault(app, app === 'gateway' ? 'PORT' : 'HEALTH_PORT');
 }
 
-/** How long a worker may take to shut down after SIGTERM (libs/queue worker-boot, or the app's own). */
+/** How long a worker may take to shut down after SIGTERM. */
 export function shutdownDeadlineMs(worker: Worker): number {
-  const own = findNumber(`apps/${worker}/src/main.ts`, [/shutdownDeadlineMs:\s*([\d_]+)/]);
-  const shared = findNumber('libs/queue/src/worker-boot.ts', [
-    /SHUTDOWN_DEADLINE_MS\s*=\s*([\d_]+)/,
-    /shutdownDeadlineMs\s*\?\?\s*([\d_]+)/,
-  ]);
-  const deadline = own ?? shared;
-  if (deadline === undefined) throw new Error('libs/queue/src/worker-boot.ts: no shutdown deadline found');
-  return deadline;
+  return configDefault(worker, 'SHUTDOWN_DEADLINE_MS');
 }

@@ -1,3 +1,5 @@
+import { createParser } from 'eventsource-parser';
+
 /** A small HTTP client for end-to-end tests: JSON in, `{ status, body }` out. */
 export class ApiClient {
   constructor(
@@ -41,6 +43,18 @@ export interface SseEvent {
 }
 
 /**
+ * The portal's event stream parsed by eventsource-parser: `onEvent` gets each event that has an id,
+ * its data read as JSON. Feed it the text as it arrives.
+ */
+export function portalSseParser(onEvent: (event: SseEvent) => void): { feed(chunk: string): void } {
+  return createParser({
+    onEvent: ({ id, data }) => {
+      if (id !== undefined) onEvent({ id, data: JSON.parse(data) });
+    },
+  });
+}
+
+/**
  * Reads a conversation's SSE stream until `until` returns true for the events so far (or the
  * timeout passes), then closes it.
  */
@@ -59,17 +73,9 @@ export async function readEvents(
     const res = await fetch(url, { headers, signal: controller.signal });
     if (!res.ok || !res.body) throw new Error(`SSE ${url} answered ${res.status}`);
     const decoder = new TextDecoder();
-    let buffer = '';
+    const parser = portalSseParser((event) => events.push(event));
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const id = /^id: ?(.*)$/m.exec(frame)?.[1];
-        const data = /^data: ?(.*)$/m.exec(frame)?.[1];
-        if (id !== undefined && data !== undefined) events.push({ id, data: JSON.parse(data) });
-      }
+      parser.feed(decoder.decode(chunk, { stream: true }));
       if (until(events)) break;
     }
   } catch (err) {

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { SseEvent } from './api.client';
+import { portalSseParser, type SseEvent } from './api.client';
 
 /**
  * A live subscription to a conversation's Server-Sent Events, kept open across turns: every event
@@ -53,7 +53,6 @@ export async function subscribeEvents(
   const notify = () => waiters.forEach((w) => w());
   let done = false;
   let errorBody: unknown = null;
-  let buffer = '';
   const ended = new Promise<void>((resolve) => {
     const finish = () => {
       if (done) return;
@@ -77,25 +76,11 @@ export async function subscribeEvents(
       errorBody = text;
     }
   } else {
+    const parser = portalSseParser((event) => events.push(event));
     res.on('data', (chunk: string) => {
-      buffer += chunk;
-      let end: number;
-      let added = false;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        let id: string | undefined;
-        let data: string | undefined;
-        for (const line of frame.split('\n')) {
-          if (line.startsWith('id:')) id = line.slice(3).trimStart();
-          else if (line.startsWith('data:')) data = line.slice(5).trimStart();
-        }
-        if (id !== undefined && data !== undefined) {
-          events.push({ id, data: JSON.parse(data) });
-          added = true;
-        }
-      }
-      if (added) notify();
+      const before = events.length;
+      parser.feed(chunk);
+      if (events.length > before) notify();
     });
   }
 

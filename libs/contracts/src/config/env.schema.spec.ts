@@ -1,4 +1,7 @@
-import { ConfigError, envInt, readCommonConfig, readRedisTarget, redisTargetEnv } from './config.util';
+import { z } from 'zod';
+import { ConfigError } from '@portal/domain';
+import { readCommonConfig, redisTargetEnv } from './common.env';
+import { envVar, envVarDocs, parseEnv } from './env.schema';
 
 describe('readCommonConfig', () => {
   it('uses the documented defaults', () => {
@@ -50,19 +53,21 @@ describe('Redis', () => {
         { host: 'b', port: 2 },
       ],
     };
-    expect(readRedisTarget(redisTargetEnv(cluster))).toEqual(cluster);
-    expect(readRedisTarget(redisTargetEnv({ url: 'redis://x:1' }))).toEqual({ url: 'redis://x:1' });
+    expect(readCommonConfig(redisTargetEnv(cluster)).redis).toEqual(cluster);
+    expect(readCommonConfig(redisTargetEnv({ url: 'redis://x:1' })).redis).toEqual({ url: 'redis://x:1' });
   });
 });
 
-describe('envInt', () => {
+describe('envVar.int', () => {
+  const schema = z.object({ PORT: envVar.int('port', 3000, { max: 65535 }) });
+
   it('reads whole numbers within range and names the variable otherwise', () => {
-    expect(envInt({ PORT: '8080' }, 'PORT', 3000)).toBe(8080);
-    expect(envInt({}, 'PORT', 3000)).toBe(3000);
-    expect(() => envInt({ PORT: 'x' }, 'PORT', 3000)).toThrow(ConfigError);
-    expect(() => envInt({ PORT: '70000' }, 'PORT', 3000, { max: 65535 })).toThrow(
-      /PORT must be at most 65535/,
-    );
+    expect(parseEnv(schema, { PORT: '8080' }).PORT).toBe(8080);
+    expect(parseEnv(schema, {}).PORT).toBe(3000);
+    expect(parseEnv(schema, { PORT: '' }).PORT).toBe(3000);
+    expect(() => parseEnv(schema, { PORT: 'x' })).toThrow(ConfigError);
+    expect(() => parseEnv(schema, { PORT: 'x' })).toThrow('PORT must be a whole number, got "x"');
+    expect(() => parseEnv(schema, { PORT: '70000' })).toThrow(/PORT must be at most 65535/);
   });
 });
 
@@ -74,5 +79,33 @@ describe('EVENT_RETENTION', () => {
     ['120000', 120_000],
   ])('reads %s', (value, ms) => {
     expect(readCommonConfig({ EVENT_RETENTION: value }).eventRetentionMs).toBe(ms);
+  });
+});
+
+describe('envVar.urlPrefixes', () => {
+  const schema = z.object({ ALLOW: envVar.urlPrefixes('prefixes') });
+
+  it('reads comma-separated http(s) prefixes, none when unset', () => {
+    expect(parseEnv(schema, {}).ALLOW).toEqual([]);
+    expect(parseEnv(schema, { ALLOW: 'https://a.example/, http://b.example:8080/x' }).ALLOW).toEqual([
+      'https://a.example/',
+      'http://b.example:8080/x',
+    ]);
+    expect(() => parseEnv(schema, { ALLOW: 'https://a.example/,ftp://b.example/' })).toThrow(
+      'ALLOW entries must be http(s) URL prefixes, got "ftp://b.example/"',
+    );
+  });
+});
+
+describe('envVarDocs', () => {
+  it('lists each variable with what it does and its default as written', () => {
+    const schema = z.object({
+      A: envVar.duration('how long', '30s'),
+      B: envVar.optional('a file'),
+    });
+    expect(envVarDocs(schema)).toEqual([
+      ['A', { description: 'how long', default: '30s' }],
+      ['B', { description: 'a file', default: undefined }],
+    ]);
   });
 });

@@ -83,3 +83,6 @@ export type AgentSpec = z.output<typeof agentSchema>;
 
 export const agentPatchSchema = z.strictObject(agentFields).partial();
 export type AgentPatch = z.output<typeof agentPatchSchema>;
+
+/** An agent as the API shows it: every field, defaults filled in. */
+export type AgentView = z.output<typeof agentSchema>;

@@ -24,3 +24,7 @@ export type SkillSpec = z.output<typeof skillSchema>;
 
 /** The slug never changes: conversations name skills by it. */
 export const skillPatchSchema = z.strictObject(skillFields).partial();
+
+/** A skill as the API shows it. */
+export const skillViewSchema = skillSchema.extend({ id: z.string(), ownerId: z.string().nullable() });
+export type SkillView = z.output<typeof skillViewSchema>;

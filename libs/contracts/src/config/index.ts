@@ -1,0 +1,3 @@
+export * from './env.schema';
+export * from './common.env';
+export { ConfigError, type Env } from '@portal/domain';
