@@ -43,6 +43,8 @@ interface Followed {
 
 /** Events per XRANGE, for the shared reads and the replays. */
 const PAGE = 500;
+/** Tries at following a conversation before its subscribers are ended. */
+const START_ATTEMPTS = 5;
 
 /**
  * The gateway's one reader of conversation events: two Redis connections whatever the number of
@@ -132,14 +134,25 @@ export class ConversationEventReader {
    * up an append announced before the cursor was known.
    */
   private async start(followed: Followed): Promise<void> {
-    try {
-      await this.listener.subscribe(followed.channel);
-      const [newest] = await this.commands.xrevrange(followed.key, '+', '-', 'COUNT', 1);
-      followed.cursor = newest?.[0] ?? '0-0';
-    } catch (err) {
-      // Its subscribers end (and reconnect); a later subscriber starts afresh.
-      if (this.followed.get(followed.channel) === followed) this.followed.delete(followed.channel);
-      throw err;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.listener.subscribe(followed.channel);
+        const [newest] = await this.commands.xrevrange(followed.key, '+', '-', 'COUNT', 1);
+        followed.cursor = newest?.[0] ?? '0-0';
+        break;
+      } catch (err) {
+        // A cluster client refuses a subscription while it is still connecting to the node that
+        // takes it: try again shortly before giving up on the subscribers.
+        const current = this.followed.get(followed.channel) === followed;
+        if (current && !this.closing && attempt < START_ATTEMPTS) {
+          this.failed(`subscribe ${followed.channel} (attempt ${attempt})`, err);
+          await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+          continue;
+        }
+        // Its subscribers end (and reconnect); a later subscriber starts afresh.
+        if (current) this.followed.delete(followed.channel);
+        throw err;
+      }
     }
     void this.read(followed);
   }
