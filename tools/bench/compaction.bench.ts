@@ -10,7 +10,7 @@ import {
   type FakeRequest,
   type RunningPortal,
 } from '@portal/testing';
-import { seedConversation } from '../../libs/dal/bench/window-assemble.bench';
+import { seedConversation } from './window-assemble.bench';
 import { createDataSource } from '../../libs/dal/src/data-source';
 import { answer, settledTurn } from '../../libs/dal/src/testing/dal.fixtures';
 import { figure, median } from './stats.util';

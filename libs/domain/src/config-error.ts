@@ -8,5 +8,5 @@ export class ConfigError extends Error {
   }
 }
 
-/** The process environment as config readers take it (never `process.env` itself inside libs). */
+/** The process environment as config readers take it (libs never read the live environment themselves). */
 export type Env = Record<string, string | undefined>;

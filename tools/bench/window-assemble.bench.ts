@@ -6,14 +6,14 @@ import {
   inMemoryWindowLoader,
   main as assembleBench,
   type WindowLoader,
-} from '@portal/prompt/bench/assemble.bench';
+} from '../../libs/prompt/bench/assemble.bench';
 import type { DataSource } from 'typeorm';
-import { createDataSource, createScratchDatabase } from '../src/data-source';
-import { BlockRepository } from '../src/repositories/block.repository';
-import { PersonRequestRepository } from '../src/repositories/person-request.repository';
-import { ToolResultRepository } from '../src/repositories/tool-result.repository';
-import { WindowRepository } from '../src/repositories/window.repository';
-import { newConversation, QueryLog, seedOrg, type PlanNode } from '../src/testing/dal.fixtures';
+import { createDataSource, createScratchDatabase } from '../../libs/dal/src/data-source';
+import { BlockRepository } from '../../libs/dal/src/repositories/block.repository';
+import { PersonRequestRepository } from '../../libs/dal/src/repositories/person-request.repository';
+import { ToolResultRepository } from '../../libs/dal/src/repositories/tool-result.repository';
+import { WindowRepository } from '../../libs/dal/src/repositories/window.repository';
+import { newConversation, QueryLog, seedOrg, type PlanNode } from '../../libs/dal/src/testing/dal.fixtures';
 
 /**
  * The prompt bench (`libs/prompt/bench/assemble.bench.ts`) with the memory window read from
