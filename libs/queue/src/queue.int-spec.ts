@@ -108,7 +108,9 @@ class UntilShutdownHandler {
   async handle(@Payload() _data: JobData<'run-turn'>, @Ctx() context: BullMqContext): Promise<void> {
     started.resolve();
     const signal = context.getSignal();
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    if (!signal.aborted) {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    }
     throw new Error('handed back');
   }
 }
@@ -131,6 +133,19 @@ async function boot(
   @Module({ imports: [RedisModule.forRoot({ url: redisUrl }), QueueModule.forRoot({ prefix })], controllers })
   class TestModule {}
   return createQueueMicroservice(TestModule, { queues, logger: false });
+}
+
+/** `promise`, or an error naming `stage` once `ms` pass: a slow step says which one it was. */
+async function within<T>(stage: string, promise: Promise<T>, ms = 8_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${stage}: not done within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Polls `done` every 50 ms, for up to `ms`. */
@@ -212,10 +227,10 @@ describe('the BullMQ transport with the real Redis', () => {
       await lastValueFrom(
         closing.get(BullMqClient).emit(QueueName.Turns, { orgId: 'acme', turnId: 't-back' }),
       );
-      await started.promise;
-      await closing.close();
+      await within('the first worker takes the job', started.promise);
+      await within('the first worker closes', closing.close());
       await next.listen();
-      await expect(attempts.promise).resolves.toBe(0);
+      await expect(within('the second worker takes the job', attempts.promise)).resolves.toBe(0);
     }));
 
   it('counts a job whose worker died holding it as stalled, and hands it to a live worker', () =>
