@@ -67,3 +67,15 @@ export async function redisServerPid(): Promise<number | null> {
   }
   return redisPidCache;
 }
+
+/** Commands the Redis server has run since it started (INFO stats; the whole server). */
+export async function redisCommandsSoFar(): Promise<number> {
+  const IORedis = (await import('ioredis')).default;
+  const redis = new IORedis(readRedisUrl(process.env));
+  try {
+    // Less this INFO itself, so a reading costs nothing between two.
+    return Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]) - 1;
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -19,7 +19,7 @@ import {
   type RunningPortal,
   type SseEvent,
 } from '@portal/testing';
-import { cpuMs, cpuMsOfAll, ownCpuMs, redisServerPid } from './cpu.util';
+import { cpuMs, cpuMsOfAll, ownCpuMs, redisCommandsSoFar, redisServerPid } from './cpu.util';
 import { figure, numberArg as arg, percentile } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
 import { buildServices } from './build.util';
@@ -168,6 +168,28 @@ class BenchConversation {
 interface Accounts {
   /** CPU ms per process group. */
   cpu: Record<string, number | null>;
+  /** Writes so far of each service, by where they went (io-count.preload.js). */
+  writes: Record<string, Record<string, number>>;
+  /** Commands the Redis server ran (its own count, whole server). */
+  redisCommands: number;
+}
+
+const COUNTED_APPS = ['gateway', 'turn-orchestrator'] as const;
+
+/** The service's write counts so far: SIGURG has the preload write them to `dir`. */
+async function writesOf(dir: string, pid: number | undefined): Promise<Record<string, number>> {
+  if (!pid) return {};
+  const file = path.join(dir, `${pid}.json`);
+  rmSync(file, { force: true });
+  process.kill(pid, 'SIGURG');
+  for (let waited = 0; waited < 2_000; waited += 5) {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;
+    } catch {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  return {};
 }
 
 /**
@@ -175,12 +197,16 @@ interface Accounts {
  * serving the bench database, Redis (shared with anything else using it), and this process (the
  * client, the fake model and its proxy).
  */
-async function accounts(portal: RunningPortal, pg: Client): Promise<Accounts> {
+async function accounts(portal: RunningPortal, pg: Client, countDir: string): Promise<Accounts> {
   const backends = await pg.query<{ pid: number }>(
     'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
   );
   const redisPid = await redisServerPid();
+  const writes: Accounts['writes'] = {};
+  for (const app of COUNTED_APPS) writes[app] = await writesOf(countDir, portal.pid(app));
   return {
+    writes,
+    redisCommands: await redisCommandsSoFar(),
     cpu: {
       gateway: cpuMs(portal.pid('gateway')),
       'turn-orchestrator': cpuMs(portal.pid('turn-orchestrator')),
@@ -189,6 +215,17 @@ async function accounts(portal: RunningPortal, pg: Client): Promise<Accounts> {
       'bench client + fake model': ownCpuMs(),
     },
   };
+}
+
+/** Per turn, each service's writes by where they went. */
+function writesPerTurn(before: Accounts, after: Accounts, turns: number): [string, number][] {
+  return COUNTED_APPS.flatMap((app) => {
+    const a = after.writes[app] ?? {};
+    const b = before.writes[app] ?? {};
+    return Object.keys(a)
+      .sort()
+      .map((where): [string, number] => [`${app} → ${where}`, (a[where] - (b[where] ?? 0)) / turns]);
+  });
 }
 
 function cpuPerTurn(before: Accounts, after: Accounts, turns: number): [string, number][] {
@@ -417,6 +454,8 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
   const fake: FakeOpenAI = await startFakeOpenAI({ defaultResponder: () => 'OK.' });
   const proxy = await startTimingProxy(fake.baseURL, describeCall);
   const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'portal-bench-prof-')) : null;
+  const countDir = mkdtempSync(path.join(tmpdir(), 'portal-bench-io-'));
+  const preloads = ['io-count.preload.js', ...(profileDir ? ['cpu-profile.preload.js'] : [])];
   console.log('starting the portal (built services, fresh database and Redis prefix)…');
   const portal = await startPortal({
     models: e2eModels(proxy.url),
@@ -427,10 +466,9 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
       RATE_LIMIT_PER_MINUTE: '1000000',
       SSE_MAX_PER_USER: '0',
       ...(receiver && { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }),
-      ...(profileDir && {
-        NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile.preload.js')}`,
-        BENCH_CPU_PROFILE_DIR: profileDir,
-      }),
+      NODE_OPTIONS: preloads.map((file) => `--require ${path.join(__dirname, file)}`).join(' '),
+      BENCH_IO_COUNT_DIR: countDir,
+      ...(profileDir && { BENCH_CPU_PROFILE_DIR: profileDir }),
     },
   });
   const api = new ApiClient(portal.baseURL, API_KEY);
@@ -451,7 +489,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     // 2. Latency: one turn at a time.
     if (profileDir)
       for (const app of ['gateway', 'turn-orchestrator'] as const) process.kill(portal.pid(app)!, 'SIGWINCH');
-    const beforeSequential = await accounts(portal, pg);
+    const beforeSequential = await accounts(portal, pg, countDir);
     const sequential: TurnSample[] = [];
     for (let i = 0; i < TURNS; i++) {
       if (i % LATENCY_TURNS_PER_CONVERSATION === 0) {
@@ -460,7 +498,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
       }
       sequential.push(await warm.turn(`seq-${i}`));
     }
-    const afterSequential = await accounts(portal, pg);
+    const afterSequential = await accounts(portal, pg, countDir);
     const modelMs = new Map(proxy.timings.filter((t) => !t.title && t.marker).map((t) => [t.marker!, t.ms]));
     const latencies = sequential.map((s) => s.latencyMs);
     const addedPerTurn = sequential.map((s) => s.latencyMs - (modelMs.get(s.marker) ?? NaN));
@@ -472,7 +510,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     conversations.push(...parallel);
     // Their first turns (and title calls) before the clock starts, so every conversation is warm.
     await Promise.all(parallel.map((c, i) => c.turn(`tp-warm-${i}`)));
-    const beforeLoad = await accounts(portal, pg);
+    const beforeLoad = await accounts(portal, pg, countDir);
     const started = performance.now();
     const loaded = (
       await Promise.all(
@@ -485,7 +523,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     ).flat();
     const wallMs = performance.now() - started;
     const turnsPerSecond = loaded.length / (wallMs / 1000);
-    const afterLoad = await accounts(portal, pg);
+    const afterLoad = await accounts(portal, pg, countDir);
 
     // 4. Optional: Postgres work per turn, on 50 more sequential turns between flushed statistics.
     let db: { turns: number; before: DbCounters; after: DbCounters } | null = null;
@@ -579,6 +617,18 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
       `  => gateway + orchestrator + Postgres: ${portalCpu.toFixed(1)} ms of CPU per turn under load: at most ~${(1000 / portalCpu).toFixed(0)} turns/s per core`,
     );
 
+    const seqWrites = writesPerTurn(beforeSequential, afterSequential, sequential.length);
+    const loadWrites = new Map(writesPerTurn(beforeLoad, afterLoad, loaded.length));
+    console.log(
+      `\nWrites per turn (each a system call; to Postgres and Redis, a round trip)${''.padEnd(W - 73)}${'seq'.padStart(8)}${'load'.padStart(8)}`,
+    );
+    for (const [name, n] of seqWrites)
+      console.log(`  ${name.padEnd(W - 2)}${fmt(n)}${fmt(loadWrites.get(name) ?? NaN)}`);
+    const commands = (a: Accounts, b: Accounts, turns: number) => (a.redisCommands - b.redisCommands) / turns;
+    console.log(
+      `  ${'Redis commands run (whole server)'.padEnd(W - 2)}${fmt(commands(afterSequential, beforeSequential, sequential.length))}${fmt(commands(afterLoad, beforeLoad, loaded.length))}`,
+    );
+
     if (db) {
       const d = (k: Exclude<keyof DbCounters, 'tables'>) =>
         ((db!.after[k] - db!.before[k]) / db!.turns).toFixed(1).padStart(7);
@@ -635,6 +685,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
       rmSync(profileDir, { recursive: true, force: true });
     }
     await portal.stop();
+    rmSync(countDir, { recursive: true, force: true });
     proxy.server.closeAllConnections();
     proxy.server.close();
     await fake.close();
