@@ -8,7 +8,7 @@ import {
 } from '@portal/contracts';
 import { RedisConnections } from '@portal/redis';
 import { ConversationEventReader, type EventSink } from './conversation-event-reader';
-import { ConversationEvents, type StoredEvent } from './conversation-events';
+import { ConversationEvents, parseAnnouncement, type StoredEvent } from './conversation-events';
 
 const redisUrl = readRedisUrl(process.env);
 const connections = new RedisConnections({ url: redisUrl });
@@ -78,6 +78,19 @@ const idsAfter = async (conversationId: string, afterId: string) =>
 async function readerConnections(): Promise<number> {
   const list = (await redis.client('LIST')) as string;
   return list.split('\n').filter((line) => line.includes(` name=${prefix}:events-`)).length;
+}
+
+/** Runs `test` with the announcements of the conversation's appends collected as they come. */
+async function withAnnouncements(conversationId: string, test: (told: string[]) => Promise<void>) {
+  const told: string[] = [];
+  const sub = redis.duplicate();
+  try {
+    await sub.subscribe(conversationEventsChannel(prefix, conversationId));
+    sub.on('message', (_channel, message: string) => told.push(message));
+    await test(told);
+  } finally {
+    sub.disconnect();
+  }
 }
 
 describe('ConversationEventReader', () => {
@@ -195,20 +208,59 @@ describe('ConversationEventReader', () => {
     await eventually(async () => (await listeners()) === 0, 'the unsubscription');
   });
 
-  it('is told of every append by the writer, with the newest id', async () => {
+  it('is told of each append with its events, and of a large one by its newest id only', async () => {
     const id = randomUUID();
-    const told: string[] = [];
-    const sub = redis.duplicate();
-    try {
-      await sub.subscribe(conversationEventsChannel(prefix, id));
-      sub.on('message', (_channel, message: string) => told.push(message));
+    await withAnnouncements(id, async (told) => {
       const one = await events.publish(id, delta(1));
       const many = await events.publishAll(id, [delta(2), delta(3), delta(4)]);
+      const big: PortalEvent = { type: 'text_delta', turnId: 't', blockId: 'b', text: 'x'.repeat(70_000) };
+      const large = await events.publish(id, big);
+      await eventually(async () => told.length >= 3, 'three announcements');
+      expect(told.map(parseAnnouncement)).toEqual([
+        { newestId: one, inline: { after: '0-0', events: [{ id: one, event: delta(1) }] } },
+        {
+          newestId: many[2],
+          inline: { after: one, events: many.map((id, n) => ({ id, event: delta(n + 2) })) },
+        },
+        { newestId: large },
+      ]);
+      expect(await redis.xlen(conversationEventsKey(prefix, id))).toBe(5);
+    });
+  });
+
+  it('sends appends asked for at once, or while others are in flight, together and in order', async () => {
+    const id = randomUUID();
+    await withAnnouncements(id, async (told) => {
+      const atOnce = [events.publish(id, delta(1)), events.publish(id, delta(2))];
+      atOnce.push(events.publishAll(id, [delta(3), delta(4)]).then((ids) => ids[1]));
+      const inFlight = events.publish(id, delta(5));
+      await new Promise((resolve) => setImmediate(resolve)); // the append of 1–5 is sent
+      const meanwhile = [events.publish(id, delta(6)), events.publish(id, delta(7))];
+      const ids = await Promise.all([...atOnce, inFlight, ...meanwhile]);
       await eventually(async () => told.length >= 2, 'two announcements');
-      expect(told).toEqual([one, many[2]]);
-      expect(await redis.xlen(conversationEventsKey(prefix, id))).toBe(4);
-    } finally {
-      sub.disconnect();
-    }
+      expect(told.map((message) => parseAnnouncement(message).inline?.events.map((e) => e.event))).toEqual([
+        [1, 2, 3, 4, 5].map(delta),
+        [6, 7].map(delta),
+      ]);
+      const stored = await idsAfter(id, '0-0');
+      expect(stored).toHaveLength(7);
+      expect(ids).toEqual([stored[0], stored[1], stored[3], stored[4], stored[5], stored[6]]);
+    });
+  });
+
+  it('reads an append too large for its announcement, and goes on with the small ones after it', async () => {
+    const id = randomUUID();
+    const sink = collector();
+    reader.subscribe(id, '0-0', sink);
+    const channel = conversationEventsChannel(prefix, id);
+    const listening = async () => ((await redis.pubsub('NUMSUB', channel)) as [string, number])[1] === 1;
+    await eventually(listening, 'the subscription');
+    const big: PortalEvent = { type: 'text_delta', turnId: 't', blockId: 'b', text: 'y'.repeat(70_000) };
+    await events.publish(id, delta(1));
+    await events.publish(id, big);
+    await events.publishAll(id, [delta(2), delta(3)]);
+    await sink.until(4);
+    expect(sink.received.map((e) => e.event)).toEqual([delta(1), big, delta(2), delta(3)]);
+    expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
   });
 });

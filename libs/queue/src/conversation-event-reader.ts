@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { RedisClient, RedisConnections } from '@portal/redis';
 import { conversationEventsChannel, conversationEventsKey } from '@portal/contracts';
-import { toStoredEvent, type StoredEvent } from './conversation-events';
+import { parseAnnouncement, toStoredEvent, type StoredEvent } from './conversation-events';
 import { compareStreamIds } from './stream-id.util';
 
 /** Where a subscription's events go (one SSE client). */
@@ -49,15 +49,16 @@ const START_ATTEMPTS = 5;
 /**
  * The gateway's one reader of conversation events: two Redis connections whatever the number of
  * streams. Writers announce each append on the conversation's channel; the reader subscribes to
- * the channels of the conversations that have a local subscriber and, when told, reads the new
- * events once with XRANGE and hands them to each subscriber. (A batched XREAD BLOCK over every
- * followed key cost Redis about six times the CPU per event with 1,000 keys, and cannot span
- * slots on Redis Cluster.)
+ * the channels of the conversations that have a local subscriber. An announcement carries small
+ * appends whole: when they follow what the reader has handed out, they go to each subscriber as
+ * they are; otherwise (a larger append, a gap, a read under way) the reader reads the new events
+ * once with XRANGE. (A batched XREAD BLOCK over every followed key cost Redis about six times the
+ * CPU per event with 1,000 keys, and cannot span slots on Redis Cluster.)
  *
- * Nothing is missed between a replay and the live part: the shared reads and the replays go over
- * the same connection, whose answers come in the order asked, and a subscriber joins the shared
- * reads only once its replay has reached what they have handed out; ids at or before a
- * subscriber's `lastId` are never given to it twice.
+ * Nothing is missed between a replay and the live part: a subscriber goes live only once its
+ * replay has reached what the shared reads and announcements have handed out (checked after each
+ * page, with no wait between the check and going live); ids at or before a subscriber's `lastId`
+ * are never given to it twice.
  */
 export class ConversationEventReader {
   private readonly logger = new Logger('ConversationEventReader');
@@ -74,7 +75,7 @@ export class ConversationEventReader {
     // Named, so that an operator (and a test) can tell the reader's connections in CLIENT LIST.
     this.listener = connections.dedicated('events-listener', `${prefix}:events-listener`);
     this.commands = connections.dedicated('events-reader', `${prefix}:events-reader`);
-    this.listener.on('message', (channel: string, newestId: string) => this.announced(channel, newestId));
+    this.listener.on('message', (channel: string, message: string) => this.announced(channel, message));
     this.listener.on('ready', () => this.reconnected());
     for (const redis of [this.listener, this.commands]) redis.on('error', () => undefined); // reconnects
   }
@@ -157,9 +158,17 @@ export class ConversationEventReader {
     void this.read(followed);
   }
 
-  private announced(channel: string, newestId: string): void {
+  private announced(channel: string, message: string): void {
     const followed = this.followed.get(channel);
-    if (followed?.cursor && compareStreamIds(newestId, followed.cursor) > 0) void this.read(followed);
+    if (!followed?.cursor) return; // not started: its start reads
+    const { newestId, inline } = parseAnnouncement(message);
+    if (compareStreamIds(newestId, followed.cursor) <= 0) return;
+    if (inline && !followed.reading && inline.after === followed.cursor) {
+      followed.cursor = newestId;
+      for (const subscriber of followed.subscribers) if (subscriber.live) offer(subscriber, inline.events);
+      return;
+    }
+    void this.read(followed);
   }
 
   /** Reads what came after the cursor and hands it to the live subscribers; one read at a time. */
@@ -200,9 +209,8 @@ export class ConversationEventReader {
   }
 
   /**
-   * Replays a later subscriber's missed events page by page, at its own pace, then makes it live.
-   * A short page read on the shared connection has seen at least what the shared reads handed out
-   * when it returns, so nothing falls between the two.
+   * Replays a later subscriber's missed events page by page, at its own pace, then makes it live
+   * once it has what the shared reads and announcements handed out meanwhile.
    */
   private async catchUp(followed: Followed, subscriber: Subscriber): Promise<void> {
     try {
@@ -211,9 +219,10 @@ export class ConversationEventReader {
         if (compareStreamIds(subscriber.lastId, followed.cursor!) >= 0) break;
         const rows = await this.commands.xrange(followed.key, `(${subscriber.lastId}`, '+', 'COUNT', PAGE);
         if (subscriber.closed) return;
-        if (rows.length > 0) offer(subscriber, rows.map(toStoredEvent));
-        if (rows.length < PAGE) break;
-        await subscriber.sink.ready();
+        // Nothing after its id: the cursor's events are gone (the stream was dropped).
+        if (rows.length === 0) break;
+        offer(subscriber, rows.map(toStoredEvent));
+        if (rows.length === PAGE) await subscriber.sink.ready();
       }
       subscriber.live = true;
     } catch (err) {

@@ -10,21 +10,70 @@ export interface StoredEvent {
 }
 
 /**
- * XADDs each ARGV after the third to KEYS[1] in order (trimming to the MINID in ARGV[2]), with
- * ARGV[3] (when not empty) as its traceparent, then announces the newest id on the channel
- * ARGV[1]; returns the ids.
+ * XADDs each ARGV after the fourth to KEYS[1] in order (trimming to the MINID in ARGV[2]), with
+ * ARGV[3] (when not empty) as its traceparent, then announces them on the channel ARGV[1]: with
+ * the events themselves when they take at most ARGV[4] bytes, else with the newest id only (see
+ * `parseAnnouncement`). Returns the ids.
  */
 const APPEND_ALL_SCRIPT = `
+local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local parts = { newest[1] and newest[1][1] or '0-0', ARGV[3] }
 local ids = {}
-for i = 4, #ARGV do
+local size = 0
+for i = 5, #ARGV do
+  local id
   if ARGV[3] == '' then
-    ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i])
+    id = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i])
   else
-    ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i], 't', ARGV[3])
+    id = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i], 't', ARGV[3])
   end
+  ids[#ids + 1] = id
+  parts[#parts + 1] = id
+  parts[#parts + 1] = ARGV[i]
+  size = size + #ARGV[i]
 end
-redis.call('PUBLISH', ARGV[1], ids[#ids])
+if size <= tonumber(ARGV[4]) then
+  redis.call('PUBLISH', ARGV[1], table.concat(parts, '\\n'))
+else
+  redis.call('PUBLISH', ARGV[1], ids[#ids])
+end
 return ids`;
+
+/**
+ * Events up to this size in all ride in their announcement, so a reader that has everything
+ * before them needs no XRANGE; larger batches are announced by their newest id and read.
+ */
+const INLINE_MAX_BYTES = 64 * 1024;
+
+interface QueuedAppend {
+  events: readonly PortalEvent[];
+  trace: string;
+  resolve(ids: string[]): void;
+  reject(err: unknown): void;
+}
+
+/** What an append's announcement tells a reader. */
+export interface Announcement {
+  newestId: string;
+  /** The appended events and the id of the stream's newest entry before them, when they fit. */
+  inline?: { after: string; events: StoredEvent[] };
+}
+
+/**
+ * Reads an announcement: the newest id alone, or lines of the id before the batch, the batch's
+ * traceparent (or an empty line), then each event's id and JSON (JSON text holds no raw newline).
+ */
+export function parseAnnouncement(message: string): Announcement {
+  if (!message.includes('\n')) return { newestId: message };
+  const lines = message.split('\n');
+  const trace = lines[1];
+  const events: StoredEvent[] = [];
+  for (let i = 2; i + 1 < lines.length; i += 2) {
+    const event = JSON.parse(lines[i + 1]) as PortalEvent;
+    events.push(trace ? { id: lines[i], event, trace } : { id: lines[i], event });
+  }
+  return { newestId: events[events.length - 1].id, inline: { after: lines[0], events } };
+}
 
 /**
  * A conversation's events as a Redis stream: workers append, the gateway reads. The stream id is the
@@ -33,6 +82,8 @@ return ids`;
  */
 export class ConversationEvents {
   private readonly writer: RedisClient;
+  /** Per conversation with appends queued or in flight: those not sent yet, in order. */
+  private readonly outboxes = new Map<string, { queue: QueuedAppend[]; busy: boolean }>();
 
   constructor(
     connections: RedisConnections,
@@ -48,9 +99,11 @@ export class ConversationEvents {
   }
 
   /**
-   * Appends `events` in order in one round trip: commands on one connection run in the order
-   * sent, so each lands after the one before it. They go in one script with the announcement, so
-   * a reader is told once for all of them and never before they are stored.
+   * Appends `events` in order, in one script with the announcement, so a reader is told once for
+   * all of them, never before they are stored, and (when they are small) told what they are.
+   * Appends asked for in the same turn of the event loop, or while the conversation's last ones
+   * are in flight, go together in one round trip (a block's start and its first delta, a stream's
+   * deltas); one connection keeps them in order.
    */
   async publishAll(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
     if (events.length === 0) return [];
@@ -61,21 +114,72 @@ export class ConversationEvents {
     return inSpan(
       SPAN.eventsPublish,
       attributes,
-      () => this.append(conversationId, events),
+      () => this.enqueue(conversationId, events, traceparent() ?? ''),
       SpanKind.PRODUCER,
     );
   }
 
-  /** Each event carries the publishing span's traceparent, so the gateway's SSE send links to it. */
-  private async append(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
+  private enqueue(conversationId: string, events: readonly PortalEvent[], trace: string): Promise<string[]> {
+    let outbox = this.outboxes.get(conversationId);
+    if (!outbox) {
+      outbox = { queue: [], busy: false };
+      this.outboxes.set(conversationId, outbox);
+    }
+    const appended = new Promise<string[]>((resolve, reject) =>
+      outbox.queue.push({ events, trace, resolve, reject }),
+    );
+    if (!outbox.busy) {
+      outbox.busy = true;
+      setImmediate(() => this.flush(conversationId));
+    }
+    return appended;
+  }
+
+  /**
+   * Sends what is queued: one script per run of appends with the same trace context (each event
+   * keeps its own span's traceparent), all at once; once they are answered, what queued meanwhile.
+   */
+  private flush(conversationId: string): void {
+    const outbox = this.outboxes.get(conversationId)!;
+    const queue = outbox.queue;
+    if (queue.length === 0) {
+      this.outboxes.delete(conversationId);
+      return;
+    }
+    outbox.queue = [];
+    const sent: Promise<unknown>[] = [];
+    for (let from = 0; from < queue.length;) {
+      let to = from + 1;
+      while (to < queue.length && queue[to].trace === queue[from].trace) to++;
+      const group = queue.slice(from, to);
+      const events = group.flatMap((queued) => queued.events);
+      const appended = this.append(conversationId, events, group[0].trace).then(
+        (ids) => {
+          let at = 0;
+          for (const queued of group) queued.resolve(ids.slice(at, (at += queued.events.length)));
+        },
+        (err: unknown) => group.forEach((queued) => queued.reject(err)),
+      );
+      sent.push(appended);
+      from = to;
+    }
+    void Promise.all(sent).then(() => this.flush(conversationId));
+  }
+
+  /** Each event carries `trace`, the publishing span's traceparent, so the SSE send links to it. */
+  private async append(
+    conversationId: string,
+    events: readonly PortalEvent[],
+    trace: string,
+  ): Promise<string[]> {
     const key = conversationEventsKey(this.prefix, conversationId);
     const channel = conversationEventsChannel(this.prefix, conversationId);
     const minId = `${Date.now() - this.retentionMs}-0`;
     const fields = events.map((event) => JSON.stringify(event));
     // EVAL, not EVALSHA: a Redis that lost its scripts (a restart) cannot answer NOSCRIPT and
     // have the retry overtaken by the appends sent after it.
-    const trace = traceparent() ?? '';
-    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, key, channel, minId, trace, ...fields)) as string[];
+    const args = [key, channel, minId, trace, INLINE_MAX_BYTES, ...fields];
+    return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, ...args)) as string[];
   }
 
   /** Everything retained after `afterId` (exclusive), oldest first. */
