@@ -305,6 +305,29 @@ describe('PromptInputLoader.load', () => {
     expect(input.assemble.currentTurn.map((m) => m.role)).toEqual(['assistant']);
   });
 
+  it('reads the MCP tools stored with the turn along with its messages, and none before they are', async () => {
+    const c = await conversationWithAttachments();
+    const turn = await turnOf(c.turnId);
+    expect((await loader.load(ORG, turn, options())).mcpTools).toBeNull();
+    const snapshot = {
+      tools: [
+        {
+          name: 'tickets__lookup',
+          server: 'tickets',
+          tool: 'lookup',
+          description: 'Finds a ticket.',
+          parameters: { type: 'object' },
+        },
+      ],
+      unavailable: ['down'],
+    };
+    await new TurnRepository(ds).saveMcpTools(ORG, c.turnId, snapshot);
+    const input = await loader.load(ORG, turn, options());
+    expect(input.mcpTools).toEqual(snapshot);
+    expect(input.assemble.agent.mcp).toEqual(snapshot);
+    expect(input.messages).toHaveLength(1);
+  });
+
   it('rejects a selected skill that is no longer active, naming its slug', async () => {
     const c = await conversationWithAttachments();
     const skills = new SkillRepository(ds);

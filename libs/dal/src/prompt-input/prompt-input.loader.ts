@@ -19,7 +19,6 @@ import { AttachmentRepository } from '../repositories/attachment.repository';
 import { BlockRepository } from '../repositories/block.repository';
 import { ConversationRepository } from '../repositories/conversation.repository';
 import { SkillRepository } from '../repositories/skill.repository';
-import { TurnRepository } from '../repositories/turn.repository';
 import { WindowRepository } from '../repositories/window.repository';
 
 export interface PromptInputOptions {
@@ -58,7 +57,6 @@ export class PromptInputLoader {
   private readonly blocks: BlockRepository;
   private readonly windows: WindowRepository;
   private readonly attachments: AttachmentRepository;
-  private readonly turns: TurnRepository;
   private readonly pictures: PictureCopies;
 
   /** `blobs` holds the originals and the copies reduced for each size limit a model reads. */
@@ -69,7 +67,6 @@ export class PromptInputLoader {
     this.blocks = new BlockRepository(db);
     this.windows = new WindowRepository(db);
     this.attachments = new AttachmentRepository(db);
-    this.turns = new TurnRepository(db);
   }
 
   /**
@@ -78,7 +75,7 @@ export class PromptInputLoader {
    */
   async load(orgId: string, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
     const turnId = turn.id;
-    const [{ conversation, agent }, selected, snapshot, window, messages, mcpTools] = await Promise.all([
+    const [{ conversation, agent }, selected, snapshot, window, { messages, mcpTools }] = await Promise.all([
       this.conversationAndAgent(orgId, turn.conversationId),
       this.skillsById(orgId, turn.selectedSkillIds),
       this.skillsById(orgId, turn.catalogueSkillIds),
@@ -86,8 +83,7 @@ export class PromptInputLoader {
         turnsReplayed: opts.limits.TURNS_REPLAYED,
         beforeTurnN: turn.n,
       }),
-      this.blocks.listTurnMessages(orgId, turnId),
-      this.turns.mcpTools(orgId, turnId),
+      this.blocks.listTurnMessagesAndTools(orgId, turnId),
     ]);
     const model = modelOf(opts.catalogue, turn.model);
     const selectedSkills = turn.selectedSkillIds.map((id) => {

@@ -19,6 +19,7 @@ import {
   toBlockPayload,
   toMessage,
 } from '../mappers/block.mapper';
+import type { McpToolSnapshot } from '../records.types';
 
 /** Column lists aliased to entity property names, so raw rows feed the mappers directly. */
 export const MESSAGE_COLUMNS = `id, turn_id AS "turnId", seq, role, attachment_ids AS "attachmentIds"`;
@@ -280,6 +281,28 @@ export class BlockRepository {
       [orgId, turnId],
     );
     return messagesOf(rows);
+  }
+
+  /**
+   * A turn's messages (as `listTurnMessages`) and the MCP tools it offers (null until
+   * `TurnRepository.saveMcpTools` stores them), in one query: what a model call of the turn reads of it. The tools ride on the first row only.
+   */
+  async listTurnMessagesAndTools(
+    orgId: string,
+    turnId: string,
+  ): Promise<{ messages: Message[]; mcpTools: McpToolSnapshot | null }> {
+    if (!isUuid(turnId)) return { messages: [], mcpTools: null };
+    const rows = await queryPrepared<MessageBlockRow & { mcpTools: McpToolSnapshot | null }>(
+      this.em,
+      `SELECT CASE WHEN row_number() OVER (ORDER BY m.seq, b.seq) = 1 THEN t.mcp_tools END AS "mcpTools",
+         ${MESSAGE_BLOCK_COLUMNS}
+       FROM turns t
+         LEFT JOIN messages m ON m.turn_id = t.id AND m.org_id = $1
+         LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
+       WHERE t.org_id = $1 AND t.id = $2 ORDER BY m.seq, b.seq`,
+      [orgId, turnId],
+    );
+    return { messages: messagesOf(rows), mcpTools: rows[0]?.mcpTools ?? null };
   }
 
   /**

@@ -328,17 +328,6 @@ export class TurnRepository {
     return new BlockRepository(this.em).appendBlocks(orgId, placed);
   }
 
-  /** The MCP tools the turn offers; null until they are listed (`saveMcpTools`). */
-  async mcpTools(orgId: string, turnId: string): Promise<McpToolSnapshot | null> {
-    if (!isUuid(turnId)) return null;
-    const [row] = await queryPrepared<{ mcpTools: McpToolSnapshot | null }>(
-      this.em,
-      `SELECT mcp_tools AS "mcpTools" FROM turns WHERE org_id = $1 AND id = $2`,
-      [orgId, turnId],
-    );
-    return row?.mcpTools ?? null;
-  }
-
   /**
    * Keeps the MCP tools listed when the turn started. The first list stored stays (a worker that
    * took the turn over meanwhile may have stored one): the stored one is returned.

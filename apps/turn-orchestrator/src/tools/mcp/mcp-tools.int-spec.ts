@@ -1,6 +1,7 @@
 import { createServer } from 'node:net';
 import {
   AgentRepository,
+  BlockRepository,
   ConversationRepository,
   OrgRepository,
   TurnRepository,
@@ -136,9 +137,8 @@ describe('MCP tools offered to the model', () => {
       'The MCP servers down could not be reached when this turn started',
     );
     expect((await h.turn(turnId))!.status).toBe('completed');
-    expect(await new TurnRepository(h.db.dataSource).mcpTools(ORG, turnId)).toMatchObject({
-      unavailable: ['down'],
-    });
+    const stored = await new BlockRepository(h.db.dataSource).listTurnMessagesAndTools(ORG, turnId);
+    expect(stored.mcpTools).toMatchObject({ unavailable: ['down'] });
   });
 });
 
