@@ -36,6 +36,7 @@ const APPLIED = [
   'DocumentCharsAsSent1796500000000',
   'ReducedPicturePerLimit1796600000000',
   'ConversationSearch1796740000000',
+  'TurnSteeringCount1796800000000',
 ];
 const appliedFrom = (name: string) => APPLIED.slice(APPLIED.indexOf(name));
 

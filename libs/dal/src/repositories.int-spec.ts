@@ -484,6 +484,73 @@ describe('BlockRepository', () => {
   });
 });
 
+describe('TurnRepository.recordCallIfUnchanged: a settle without the lock taken first', () => {
+  const turns = () => new TurnRepository(ds);
+  const blocks = () => new BlockRepository(ds);
+  const steering = (t: string): NewBlock => ({ kind: 'text', text: t, narration: false, steering: true });
+
+  /** A running turn held by `w-1`, read as a model call reads it, and its answer placed on that read. */
+  async function heldAndRead() {
+    const { turn } = await openTurn();
+    const claimed = (await turns().claim(ACME, turn.id, 'w-1', 60_000, { callMessage: true }))!;
+    const seen = await blocks().readForCall(ACME, turn.id);
+    const message = seen.messages.find((m) => m.id === claimed.callMessageId)!;
+    const placed = placeBlocks(claimed.turn, seen.messages, message, [answer('Q3 is up.')]);
+    const settle = () =>
+      turns().recordCallIfUnchanged(
+        ACME,
+        turn.id,
+        { owner: 'w-1', steeringCount: seen.steeringCount },
+        { placed, status: { to: 'completed', from: ['running'], error: null } },
+      );
+    return { turn, placed, settle };
+  }
+
+  it('stores the blocks and settles the turn in one statement while it is as read', async () => {
+    const { turn, placed, settle } = await heldAndRead();
+    expect(await settle()).toEqual(placed.blocks);
+    expect((await turns().get(ACME, turn.id))!.status).toBe('completed');
+  });
+
+  it.each([
+    [
+      'a steering message came',
+      (turnId: string) => blocks().append(ACME, turnId, [steering('and Q4')], { into: 'user' }),
+    ],
+    ['a cancel was asked for', (turnId: string) => turns().requestCancel(ACME, turnId)],
+    [
+      'another worker took the turn',
+      (turnId: string) => ds.query(`UPDATE turns SET lease_owner = 'w-2' WHERE id = $1`, [turnId]),
+    ],
+  ])('writes nothing once, since the read, %s', async (_case, change) => {
+    const { turn, settle } = await heldAndRead();
+    await change(turn.id);
+    expect(await settle()).toBeNull();
+    expect((await turns().get(ACME, turn.id))!.status).toBe('running');
+    const stored = await blocks().listTurnMessages(ACME, turn.id);
+    expect(stored.flatMap((m) => m.blocks).map((b) => (b as TextBlock).text)).not.toContain('Q3 is up.');
+  });
+
+  it('waits for a steering append in progress, then writes nothing', async () => {
+    const { turn, settle } = await heldAndRead();
+    const steeringTx = ds.createQueryRunner();
+    await steeringTx.connect();
+    await steeringTx.startTransaction();
+    try {
+      await new TurnRepository(steeringTx.manager).lockForUpdate(ACME, turn.id);
+      await new BlockRepository(steeringTx.manager).addMessage(ACME, turn.id, 'user');
+      const settling = settle();
+      // The settle waits on the turn row's lock the steering transaction holds.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await steeringTx.commitTransaction();
+      expect(await settling).toBeNull();
+    } finally {
+      await steeringTx.release();
+    }
+    expect((await turns().get(ACME, turn.id))!.status).toBe('running');
+  });
+});
+
 describe('ToolResultRepository, UsageRepository, TraceRepository', () => {
   it('stores whole tool results under a ref, once per call', async () => {
     const { turn } = await openTurn();

@@ -244,8 +244,8 @@ export class TurnRunner {
           await this.store.append(held, drafts, opts);
           return null;
         }
-        // The answer settles the turn in the transaction that stores it, unless steering came meanwhile.
-        return (await this.store.transition(held, 'completed', { ...opts, drafts })) === 'done'
+        // The answer settles the turn in the statement that stores it, unless steering came meanwhile.
+        return (await this.store.transition(held, 'completed', { ...opts, drafts, seen: input })) === 'done'
           ? 'settled'
           : null;
       }

@@ -52,6 +52,21 @@ interface Tx {
 
 type Usage = UsageRow & { callKey: string };
 
+/** A turn's transcript as a step read it, with the steering count read alongside. */
+export interface SeenTranscript {
+  messages: Message[];
+  steeringCount: number;
+}
+
+interface TransitionOptions {
+  error?: string;
+  drafts?: BlockDraft[];
+  messageId?: string;
+  usage?: Usage;
+  /** What the step read: the settle may then go in one statement (`settleAsSeen`). */
+  seen?: SeenTranscript;
+}
+
 /**
  * Every write of a running turn, each in one transaction holding the turn row's lock (the lock
  * the gateway's steering append takes too), and the events that follow a committed write.
@@ -141,26 +156,28 @@ export class TurnStore {
   async transition(
     held: HeldTurn,
     status: Exclude<TurnStatus, 'queued' | 'running'>,
-    opts: { error?: string; drafts?: BlockDraft[]; messageId?: string; usage?: Usage } = {},
+    opts: TransitionOptions = {},
   ): Promise<'steered' | 'done'> {
     const { orgId, turn } = held;
-    const outcome = await this.withHeld(held, async (tx) => {
-      const placed = opts.drafts?.length
-        ? await this.place(tx, held, opts.drafts, opts.messageId)
-        : undefined;
-      const messages = placed?.messages ?? tx.messages;
-      const record = { placed, usage: opts.usage };
-      if (status === 'completed' && messages.at(-1)?.role === 'user') {
-        return { blocks: await tx.turns.recordCall(orgId, turn.id, record), settled: null };
-      }
-      const settled = status === 'completed' && tx.cancelRequested ? 'cut_off' : status;
-      assertInvariants({ turn: { ...turn, status: settled }, messages });
-      const blocks = await tx.turns.recordCall(orgId, turn.id, {
-        ...record,
-        status: { to: settled, from: ['running'], error: opts.error ?? null },
-      });
-      return { blocks, settled };
-    });
+    const outcome =
+      (opts.seen && (await this.settleAsSeen(held, status, opts, opts.seen))) ??
+      (await this.withHeld(held, async (tx) => {
+        const placed = opts.drafts?.length
+          ? await this.place(tx, held, opts.drafts, opts.messageId)
+          : undefined;
+        const messages = placed?.messages ?? tx.messages;
+        const record = { placed, usage: opts.usage };
+        if (status === 'completed' && messages.at(-1)?.role === 'user') {
+          return { blocks: await tx.turns.recordCall(orgId, turn.id, record), settled: null };
+        }
+        const settled = status === 'completed' && tx.cancelRequested ? 'cut_off' : status;
+        assertInvariants({ turn: { ...turn, status: settled }, messages });
+        const blocks = await tx.turns.recordCall(orgId, turn.id, {
+          ...record,
+          status: { to: settled, from: ['running'], error: opts.error ?? null },
+        });
+        return { blocks, settled };
+      }));
     const events = [...blockEvents(turn, outcome.blocks), ...usageEvents(turn, opts.usage)];
     if (outcome.settled === null) {
       await this.events.publishAll(turn.conversationId, events);
@@ -172,6 +189,34 @@ export class TurnStore {
       ...turnStatusEvents(turn.id, outcome.settled, opts.error),
     ]);
     return 'done';
+  }
+
+  /**
+   * The settle in one statement, without reading the turn under its lock first: the drafts are
+   * placed on the transcript the step read (`seen`), and the write happens only if the turn is
+   * still as read then (held, running, no cancel, no steering since). Null, having written
+   * nothing, when it is not (or the drafts go to a message `seen` lacks): the caller takes the
+   * lock and decides on what is stored.
+   */
+  private async settleAsSeen(
+    held: HeldTurn,
+    status: Exclude<TurnStatus, 'queued' | 'running'>,
+    opts: TransitionOptions,
+    seen: SeenTranscript,
+  ): Promise<{ blocks: Block[]; settled: TurnStatus } | null> {
+    const { orgId, turn, owner } = held;
+    const message = seen.messages.find((m) => m.id === opts.messageId);
+    if (!opts.drafts?.length || !message) return null;
+    const placed = placeBlocks(turn, seen.messages, message, opts.drafts);
+    if (placed.messages.at(-1)?.role === 'user') return null;
+    assertInvariants({ turn: { ...turn, status }, messages: placed.messages });
+    const blocks = await new TurnRepository(this.dataSource).recordCallIfUnchanged(
+      orgId,
+      turn.id,
+      { owner, steeringCount: seen.steeringCount },
+      { placed, usage: opts.usage, status: { to: status, from: ['running'], error: opts.error ?? null } },
+    );
+    return blocks && { blocks, settled: status };
   }
 
   /** The usage row (and `contextTokens`) of a call that leaves no block: an empty reply, retried. */

@@ -51,6 +51,10 @@ export class TurnEntity {
   @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
   leaseExpiresAt!: Date | null;
 
+  /** Steering messages taken; a settle without the turn's lock requires the count it read. */
+  @Column({ name: 'steering_count', type: 'integer', default: 0 })
+  steeringCount!: number;
+
   /** Set by the gateway's cancel; the worker running the turn cuts it off. */
   @Column({ name: 'cancel_requested_at', type: 'timestamptz', nullable: true })
   cancelRequestedAt!: Date | null;

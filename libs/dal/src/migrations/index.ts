@@ -8,6 +8,7 @@ import { UserOrigin1796400000000 } from './1796400000000-user-origin';
 import { DocumentCharsAsSent1796500000000 } from './1796500000000-document-chars-as-sent';
 import { ReducedPicturePerLimit1796600000000 } from './1796600000000-reduced-picture-per-limit';
 import { ConversationSearch1796740000000 } from './1796740000000-conversation-search';
+import { TurnSteeringCount1796800000000 } from './1796800000000-turn-steering-count';
 
 /** Every migration, oldest first. Hand-written; the schema is never synchronised from entities. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   DocumentCharsAsSent1796500000000,
   ReducedPicturePerLimit1796600000000,
   ConversationSearch1796740000000,
+  TurnSteeringCount1796800000000,
 ];

@@ -43,6 +43,8 @@ export interface TurnPromptInput extends PreviewPromptInput {
   messages: Message[];
   /** The MCP tools the turn offers (listed when it started); null when none were listed. */
   mcpTools: McpToolSnapshot | null;
+  /** The turn's steering count, read with `messages` (see `TurnRepository.recordCallIfUnchanged`). */
+  steeringCount: number;
 }
 
 /**
@@ -75,7 +77,7 @@ export class PromptInputLoader {
    */
   async load(orgId: string, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
     const turnId = turn.id;
-    const [{ conversation, agent }, selected, snapshot, window, { messages, mcpTools }] = await Promise.all([
+    const [{ conversation, agent }, selected, snapshot, window, read] = await Promise.all([
       this.conversationAndAgent(orgId, turn.conversationId),
       this.skillsById(orgId, turn.selectedSkillIds),
       this.skillsById(orgId, turn.catalogueSkillIds),
@@ -83,7 +85,7 @@ export class PromptInputLoader {
         turnsReplayed: opts.limits.TURNS_REPLAYED,
         beforeTurnN: turn.n,
       }),
-      this.blocks.listTurnMessagesAndTools(orgId, turnId),
+      this.blocks.readForCall(orgId, turnId),
     ]);
     const model = modelOf(opts.catalogue, turn.model);
     const selectedSkills = turn.selectedSkillIds.map((id) => {
@@ -98,6 +100,7 @@ export class PromptInputLoader {
     const catalogue = turn.catalogueSkillIds.flatMap((id) =>
       turn.selectedSkillIds.includes(id) ? [] : snapshot.filter((s) => s.id === id),
     );
+    const { messages, mcpTools, steeringCount } = read;
     const [opening, ...currentTurn] = messages;
     if (opening?.role !== 'user') throw new DomainError('not_found', `turn ${turnId} has no user message`);
     const newMessage = { text: messageText(opening), attachmentIds: opening.attachmentIds };
@@ -110,6 +113,7 @@ export class PromptInputLoader {
       model,
       messages,
       mcpTools,
+      steeringCount,
       assemble: assembleInput(agent, model, opts, {
         selectedSkills,
         catalogue,

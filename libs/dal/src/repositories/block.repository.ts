@@ -35,12 +35,18 @@ export type StoredBlockRow = BlockRow & { turnId: string; messageId: string };
  * The INSERT of blocks (`blockRecords`, a jsonb parameter) at their positions in a message, placed
  * by the caller's parameter numbers; a position already held is left out of what it returns.
  */
-export function insertBlocksSql(p: { org: string; message: string; records: string; turn?: string }): string {
+export function insertBlocksSql(p: {
+  org: string;
+  message: string;
+  records: string;
+  turn?: string;
+  when?: string;
+}): string {
   return `INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
     SELECT b.id, m.org_id, m.conversation_id, m.turn_id, t.n, m.id, b.seq, b.kind, b.payload
     FROM messages m JOIN turns t ON t.id = m.turn_id,
       jsonb_to_recordset(${p.records}::jsonb) AS b (id uuid, seq integer, kind text, payload jsonb)
-    WHERE m.org_id = ${p.org} AND m.id = ${p.message}${p.turn ? ` AND t.id = ${p.turn}` : ''}
+    WHERE m.org_id = ${p.org} AND m.id = ${p.message}${p.turn ? ` AND t.id = ${p.turn}` : ''}${p.when ? ` AND ${p.when}` : ''}
     ON CONFLICT (turn_id, seq) DO NOTHING
     RETURNING ${BLOCK_COLUMNS}`;
 }
@@ -52,6 +58,13 @@ type MessageBlockRow = MessageRow & { blockId: string | null; blockSeq: number }
     BlockRow,
     'id' | 'seq'
   >;
+
+/** What a model call reads of its turn (`BlockRepository.readForCall`). */
+export interface TurnForCall {
+  messages: Message[];
+  mcpTools: McpToolSnapshot | null;
+  steeringCount: number;
+}
 
 /** A turn row locked with its messages (`BlockRepository.lockTurnMessages`). */
 export interface LockedTurnMessages {
@@ -138,9 +151,9 @@ export class BlockRepository {
   }
 
   /**
-   * Adds a message to a turn. With `seq` it is idempotent (a message already at that position is
-   * returned as it is); without, it goes after the turn's last message. Null when the turn is not
-   * the org's.
+   * Adds a message to a turn (a `user` one is steering, and counted). With `seq` it is idempotent
+   * (a message already at that position is returned as it is); without, it goes after the turn's
+   * last message. Null when the turn is not the org's.
    */
   async addMessage(
     orgId: string,
@@ -149,13 +162,20 @@ export class BlockRepository {
     opts: { seq?: number; attachmentIds?: string[] } = {},
   ): Promise<Message | null> {
     if (!isUuid(turnId)) return null;
+    // A person's message added to a turn after its first is steering: counted on the turn row in
+    // the same statement (`TurnRepository.recordCallIfUnchanged` relies on it).
     const inserted: MessageRow[] = await this.em.query(
-      `INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
-       SELECT $3, t.org_id, t.conversation_id, t.id,
-         COALESCE($4, (SELECT COALESCE(MAX(m.seq), 0) + 1 FROM messages m WHERE m.turn_id = t.id)), $5, $6
-       FROM turns t WHERE t.org_id = $1 AND t.id = $2
-       ON CONFLICT (turn_id, seq) DO NOTHING
-       RETURNING ${MESSAGE_COLUMNS}`,
+      `WITH added AS (
+         INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
+         SELECT $3, t.org_id, t.conversation_id, t.id,
+           COALESCE($4, (SELECT COALESCE(MAX(m.seq), 0) + 1 FROM messages m WHERE m.turn_id = t.id)), $5, $6
+         FROM turns t WHERE t.org_id = $1 AND t.id = $2
+         ON CONFLICT (turn_id, seq) DO NOTHING
+         RETURNING ${MESSAGE_COLUMNS}),
+       counted AS (
+         UPDATE turns SET steering_count = steering_count + 1
+         WHERE org_id = $1 AND id = $2 AND $5::text = 'user' AND EXISTS (SELECT 1 FROM added))
+       SELECT * FROM added`,
       [orgId, turnId, randomUUID(), opts.seq ?? null, role, opts.attachmentIds ?? []],
     );
     if (inserted.length) return toMessage(inserted[0], []);
@@ -284,25 +304,29 @@ export class BlockRepository {
   }
 
   /**
-   * A turn's messages (as `listTurnMessages`) and the MCP tools it offers (null until
-   * `TurnRepository.saveMcpTools` stores them), in one query: what a model call of the turn reads of it. The tools ride on the first row only.
+   * What a model call reads of its turn, in one query: the messages (as `listTurnMessages`), the
+   * MCP tools it offers (null until `TurnRepository.saveMcpTools` stores them; on the first row
+   * only) and its steering count (`TurnRepository.recordCallIfUnchanged`).
    */
-  async listTurnMessagesAndTools(
-    orgId: string,
-    turnId: string,
-  ): Promise<{ messages: Message[]; mcpTools: McpToolSnapshot | null }> {
-    if (!isUuid(turnId)) return { messages: [], mcpTools: null };
-    const rows = await queryPrepared<MessageBlockRow & { mcpTools: McpToolSnapshot | null }>(
+  async readForCall(orgId: string, turnId: string): Promise<TurnForCall> {
+    if (!isUuid(turnId)) return { messages: [], mcpTools: null, steeringCount: 0 };
+    const rows = await queryPrepared<
+      MessageBlockRow & { mcpTools: McpToolSnapshot | null; steeringCount: number }
+    >(
       this.em,
       `SELECT CASE WHEN row_number() OVER (ORDER BY m.seq, b.seq) = 1 THEN t.mcp_tools END AS "mcpTools",
-         ${MESSAGE_BLOCK_COLUMNS}
+         t.steering_count AS "steeringCount", ${MESSAGE_BLOCK_COLUMNS}
        FROM turns t
          LEFT JOIN messages m ON m.turn_id = t.id AND m.org_id = $1
          LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
        WHERE t.org_id = $1 AND t.id = $2 ORDER BY m.seq, b.seq`,
       [orgId, turnId],
     );
-    return { messages: messagesOf(rows), mcpTools: rows[0]?.mcpTools ?? null };
+    return {
+      messages: messagesOf(rows),
+      mcpTools: rows[0]?.mcpTools ?? null,
+      steeringCount: rows[0]?.steeringCount ?? 0,
+    };
   }
 
   /**

@@ -288,22 +288,59 @@ export class TurnRepository {
    */
   async recordCall(orgId: string, turnId: string, record: CallRecord): Promise<Block[]> {
     if (!isUuid(turnId)) return [];
-    const { placed, usage, status } = record;
+    const stored = (await this.record(orgId, turnId, record, null))!;
+    const { placed } = record;
+    if (!placed || stored.length === placed.blocks.length) return stored;
+    // A position was taken: what is stored there decides (the same blocks, or a conflict).
+    return new BlockRepository(this.em).appendBlocks(orgId, placed);
+  }
+
+  /**
+   * `recordCall` without the turn row's lock held first: it takes the lock and writes only while
+   * `seen` still holds (the turn running, held by `owner`, no cancel asked for, and the steering
+   * count read with the transcript the blocks were placed on). Null, writing nothing, otherwise.
+   */
+  async recordCallIfUnchanged(
+    orgId: string,
+    turnId: string,
+    seen: { owner: string; steeringCount: number },
+    record: CallRecord,
+  ): Promise<Block[] | null> {
+    if (!isUuid(turnId)) return null;
+    const stored = await this.record(orgId, turnId, record, seen);
+    // Positions come from the transcript the count vouches for: none can have been taken.
+    if (stored && record.placed && stored.length !== record.placed.blocks.length) {
+      throw new DalError('block_conflict', `a block position of turn ${turnId} was taken`);
+    }
+    return stored;
+  }
+
+  /** recordCall's statement; with `seen`, every write waits on `guard` (null when it fails). */
+  private async record(
+    orgId: string,
+    turnId: string,
+    { placed, usage, status }: CallRecord,
+    seen: { owner: string; steeringCount: number } | null,
+  ): Promise<Block[] | null> {
     const messageId = placed?.messageId ?? null;
     const blocks = placed?.blocks ?? [];
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
-    const [row] = await queryPrepared<{ blocks: (BlockRow & { seq: number })[] | null }>(
+    const when = '($16::text IS NULL OR EXISTS (SELECT 1 FROM guard))';
+    const [row] = await queryPrepared<{ held: boolean; blocks: (BlockRow & { seq: number })[] | null }>(
       this.em,
-      `WITH block AS (${insertBlocksSql({ org: '$1', turn: '$2', message: '$3', records: '$4' })}),
-       usage AS (${insertUsageSql({ org: '$1', turn: '$2', first: 6, when: '$5::boolean' })}),
+      `WITH guard AS (
+         SELECT 1 FROM turns WHERE org_id = $1 AND id = $2 AND lease_owner = $16 AND status = 'running'
+           AND cancel_requested_at IS NULL AND steering_count = $17 FOR UPDATE),
+       block AS (${insertBlocksSql({ org: '$1', turn: '$2', message: '$3', records: '$4', when })}),
+       usage AS (${insertUsageSql({ org: '$1', turn: '$2', first: 6, when: `$5::boolean AND ${when}` })}),
        turn AS (
          UPDATE turns SET status = COALESCE($13::text, status), updated_at = now(),
            error = CASE WHEN $13::text IS NULL THEN error ELSE $14::text END,
            context_tokens = COALESCE($8::integer, context_tokens),
            lease_owner = CASE WHEN COALESCE($13::text, status) = 'running' THEN lease_owner END,
            lease_expires_at = CASE WHEN COALESCE($13::text, status) = 'running' THEN lease_expires_at END
-         WHERE org_id = $1 AND id = $2 AND ($13::text IS NULL OR status = ANY($15::text[])))
-       SELECT (SELECT json_agg(block ORDER BY block.seq) FROM block) AS blocks`,
+         WHERE org_id = $1 AND id = $2 AND ($13::text IS NULL OR status = ANY($15::text[])) AND ${when})
+       SELECT ${when} AS held, (SELECT json_agg(block ORDER BY block.seq) FROM block) AS blocks`,
       [
         orgId,
         turnId,
@@ -320,12 +357,11 @@ export class TurnRepository {
         status?.to ?? null,
         status?.error ?? null,
         status?.from ?? [],
+        seen?.owner ?? null,
+        seen?.steeringCount ?? null,
       ],
     );
-    const stored = row?.blocks ?? [];
-    if (!placed || stored.length === blocks.length) return stored.map(toBlock);
-    // A position was taken: what is stored there decides (the same blocks, or a conflict).
-    return new BlockRepository(this.em).appendBlocks(orgId, placed);
+    return row?.held ? (row.blocks ?? []).map(toBlock) : null;
   }
 
   /**

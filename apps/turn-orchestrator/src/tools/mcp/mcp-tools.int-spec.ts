@@ -137,7 +137,7 @@ describe('MCP tools offered to the model', () => {
       'The MCP servers down could not be reached when this turn started',
     );
     expect((await h.turn(turnId))!.status).toBe('completed');
-    const stored = await new BlockRepository(h.db.dataSource).listTurnMessagesAndTools(ORG, turnId);
+    const stored = await new BlockRepository(h.db.dataSource).readForCall(ORG, turnId);
     expect(stored.mcpTools).toMatchObject({ unavailable: ['down'] });
   });
 });
