@@ -16,13 +16,8 @@ import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import type { AttachmentManifest } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent, readRedisUrl } from '@portal/contracts';
-import {
-  BullMqClient,
-  ConversationEvents,
-  createQueueMicroservice,
-  PortalMetrics,
-  UploadHandOff,
-} from '@portal/queue';
+import { BullMqClient, ConversationEvents, createQueueMicroservice, UploadHandOff } from '@portal/queue';
+import { PortalMetrics } from '@portal/observability';
 import { RedisConnections } from '@portal/redis';
 import { createTestDatabase, deleteRedisPrefix, jobContext, type TestDatabase } from '@portal/testing';
 import { lastValueFrom } from 'rxjs';

@@ -12,14 +12,8 @@ import {
   detectAttachmentType,
   type BlobStore,
 } from '@portal/dal';
-import {
-  BullMqClient,
-  createLogger,
-  createQueueMicroservice,
-  NestPinoLogger,
-  PortalMetrics,
-  WORKER_OPTIONS,
-} from '@portal/queue';
+import { BullMqClient, createQueueMicroservice, WORKER_OPTIONS } from '@portal/queue';
+import { createLogger, NestPinoLogger, PortalMetrics } from '@portal/observability';
 import { captureLogs, createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { readConfig } from './config';

@@ -2,7 +2,8 @@ import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } 
 import { DataSource } from 'typeorm';
 import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
-import { ConversationEvents, observeModelCall, PortalMetrics, QueueModule } from '@portal/queue';
+import { ConversationEvents, QueueModule } from '@portal/queue';
+import { observeModelCall, PortalMetrics } from '@portal/observability';
 import { RedisConnections, RedisModule } from '@portal/redis';
 import { CompactHandler } from './compact.handler';
 import { CompactionService } from './compaction.service';

@@ -2,7 +2,8 @@ import { Controller, Inject } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { UnrecoverableError } from 'bullmq';
 import { QueueName, type JobData } from '@portal/contracts';
-import { BullMqContext, JOB_OPTIONS, PortalMetrics } from '@portal/queue';
+import { BullMqContext, JOB_OPTIONS } from '@portal/queue';
+import { PortalMetrics } from '@portal/observability';
 import { CompactionService } from './compaction.service';
 
 /** Consumes `compact` jobs of the `compactions` queue. */

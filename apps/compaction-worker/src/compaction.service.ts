@@ -43,8 +43,8 @@ import {
   type CompactionPromptInput,
   type Limits,
 } from '@portal/prompt';
-import { inSpan, SPAN } from '@portal/observability';
-import { addLogContext, JOB_OPTIONS, type BullMqContext, type ConversationEvents } from '@portal/queue';
+import { addLogContext, inSpan, SPAN } from '@portal/observability';
+import { JOB_OPTIONS, type BullMqContext, type ConversationEvents } from '@portal/queue';
 
 export interface CompactionServiceDeps {
   db: Db;

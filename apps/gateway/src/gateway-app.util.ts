@@ -8,14 +8,14 @@ import type { LoggerService, LogLevel } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { buildOpenApiDocument, QueueName } from '@portal/contracts';
+import { BullMqClient } from '@portal/queue';
 import {
   createLogger,
   NestPinoLogger,
-  BullMqClient,
   PortalMetrics,
   runWithLogContext,
   type LogFields,
-} from '@portal/queue';
+} from '@portal/observability';
 import { registerQueueBoard } from './admin/queue-board.util';
 import { AppModule } from './app.module';
 import { frameworkError } from './common/api-error.util';

@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createLogger, METRIC } from '@portal/queue';
+import { createLogger, METRIC } from '@portal/observability';
 import { captureLogs, createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { KEYS, REDIS_URL, STANDARD_BOOTSTRAP, tempFile, testEnv } from '../test/gateway-harness.util';
 import { readConfig, type GatewayConfig } from './config';

@@ -1,7 +1,8 @@
 import { QueueName } from '@portal/contracts';
 import type { INestMicroservice } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
-import { BullMqClient, createLogger, JobRecord, NestPinoLogger, PortalMetrics } from '@portal/queue';
+import { BullMqClient, JobRecord } from '@portal/queue';
+import { createLogger, NestPinoLogger, PortalMetrics } from '@portal/observability';
 import { captureLogs } from '@portal/testing';
 import { ORG, startHarness, type Harness } from '../test/turn.harness';
 

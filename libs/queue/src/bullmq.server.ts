@@ -9,11 +9,10 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { RedisClient } from '@portal/redis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import type { QueueName } from '@portal/contracts';
-import { queueTelemetry } from '@portal/observability';
+import { queueTelemetry, runWithLogContext } from '@portal/observability';
 import { BullMqContext } from './bullmq.context';
 import { WORKER_OPTIONS, queueKeyPrefix, type QueueConnectionOptions } from './job-options';
-import { runWithLogContext } from './observability/logger.util';
-import type { PortalMetrics } from './observability/portal-metrics.service';
+import type { PortalMetrics } from '@portal/observability';
 
 export interface BullMqServerOptions extends QueueConnectionOptions {
   /** The queues this worker consumes: each needs exactly one `@EventPattern` handler. */

@@ -8,6 +8,5 @@ export * from './health.server';
 export * from './conversation-events';
 export * from './upload-handoff';
 export * from './worker-boot';
-export * from './observability';
 export * from './conversation-event-reader';
 export * from './stream-id.util';

@@ -5,6 +5,7 @@ import { Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { QueueName, type JobData, readRedisUrl } from '@portal/contracts';
+import { METRIC, PortalMetrics } from '@portal/observability';
 import { RedisModule } from '@portal/redis';
 import {
   BullMqClient,
@@ -12,8 +13,6 @@ import {
   createQueueMicroservice,
   JobRecord,
   QueueModule,
-  METRIC,
-  PortalMetrics,
   RetryLaterError,
   queueKeyPrefix,
 } from './index';

@@ -2,7 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { RedisConnections } from '@portal/redis';
 import { BullMqClient } from './bullmq.client';
 import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
-import { PortalMetrics } from './observability/portal-metrics.service';
+import { PortalMetrics } from '@portal/observability';
 import { UploadHandOff } from './upload-handoff';
 
 /**

@@ -7,9 +7,7 @@ import { BullMqServer } from './bullmq.server';
 import { startHealthServer, type ReadinessCheck } from './health.server';
 import { JobErrorFilter } from './job-error.filter';
 import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
-import { createLogger } from './observability/logger.util';
-import { NestPinoLogger } from './observability/nest-logger.service';
-import { PortalMetrics } from './observability/portal-metrics.service';
+import { createLogger, NestPinoLogger, PortalMetrics } from '@portal/observability';
 
 /**
  * A worker as a Nest microservice on the BullMQ transport, consuming `queues` once `listen()` is

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { UserRole } from '@portal/dal';
 import { DomainError } from '@portal/domain';
-import { addLogContext } from '@portal/queue';
+import { addLogContext } from '@portal/observability';
 import { Authenticator } from '../auth/authenticator.service';
 import { PUBLIC_KEY, ROLES_KEY } from './auth.decorator';
 import { RateLimiter } from './rate-limit';

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { PortalMetrics } from '@portal/queue';
+import { PortalMetrics } from '@portal/observability';
 import { Public } from '../common/auth.decorator';
 import { MetricsService } from './metrics.service';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { TurnKind } from '@portal/domain';
-import { GATEWAY_METRIC } from '@portal/queue';
+import { GATEWAY_METRIC } from '@portal/observability';
 
 /** The gateway's Prometheus metrics, on a registry of its own (several apps may share a process in tests). */
 @Injectable()

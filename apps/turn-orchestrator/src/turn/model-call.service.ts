@@ -13,7 +13,7 @@ import {
   type StreamResult,
   type TokenUsage,
 } from '@portal/model';
-import { observeModelCall, PortalMetrics } from '@portal/queue';
+import { observeModelCall, PortalMetrics } from '@portal/observability';
 import { modelError, RetryPolicy } from './retry-policy.service';
 import { Reviewer, type ReviewerOf } from './reviewer.service';
 import { TurnStore } from './turn-store.service';

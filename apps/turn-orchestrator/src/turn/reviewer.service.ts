@@ -8,7 +8,7 @@ import {
   type StreamResult,
 } from '@portal/model';
 import { readVerdict, reviewPrompt, type ReviewVerdict } from '@portal/prompt';
-import { observeModelCall, PortalMetrics } from '@portal/queue';
+import { observeModelCall, PortalMetrics } from '@portal/observability';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { modelError, RetryPolicy } from './retry-policy.service';

@@ -3,7 +3,7 @@ import { BlockRepository, ConversationRepository } from '@portal/dal';
 import type { Message, Turn } from '@portal/domain';
 import { findModel, ModelClientFactory, type StreamResult } from '@portal/model';
 import { cleanTitle, titlePrompt } from '@portal/prompt';
-import { observeModelCall, PortalMetrics } from '@portal/queue';
+import { observeModelCall, PortalMetrics } from '@portal/observability';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { TurnStore } from './turn-store.service';

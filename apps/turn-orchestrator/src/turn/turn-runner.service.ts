@@ -17,9 +17,8 @@ import {
   type ToolUseBlock,
 } from '@portal/domain';
 import { priceUsage, type ChatRequest, type ModelEntry, type TokenUsage } from '@portal/model';
-import { inSpan, SPAN } from '@portal/observability';
+import { addLogContext, inSpan, SPAN } from '@portal/observability';
 import { assemblePrompt, type AssembledPrompt, type AssembleInput } from '@portal/prompt';
-import { addLogContext } from '@portal/queue';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';
 import { parseToolArguments } from '../tools/tool-args.util';

@@ -18,7 +18,8 @@ import {
   type TurnStatus,
 } from '@portal/domain';
 import { priceUsage, type ModelEntry, type TokenUsage } from '@portal/model';
-import { ConversationEvents, PortalMetrics } from '@portal/queue';
+import { ConversationEvents } from '@portal/queue';
+import { PortalMetrics } from '@portal/observability';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { BlockDraft } from './turn-steps.util';
 

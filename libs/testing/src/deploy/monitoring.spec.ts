@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parser } from '@prometheus-io/lezer-promql';
-import { GATEWAY_METRIC, METRIC } from '@portal/queue';
+import { GATEWAY_METRIC, METRIC } from '@portal/observability';
 import { readYamlDocs, ROOT, type Doc } from './deploy.util';
 
 const MONITORING = path.join(ROOT, 'k8s', 'components', 'monitoring');

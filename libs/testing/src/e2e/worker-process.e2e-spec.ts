@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { readRedisUrl } from '@portal/contracts';
-import { METRIC } from '@portal/queue';
+import { METRIC } from '@portal/observability';
 import { createTestDatabase, type TestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
 

@@ -9,7 +9,7 @@ import {
   type AgentMcpServer,
 } from '@portal/dal';
 import { checkTurn, type ApprovalRequestBlock } from '@portal/domain';
-import { PortalMetrics } from '@portal/queue';
+import { PortalMetrics } from '@portal/observability';
 import { MCP_REPORT_TEXT, startMcpTestServer, type McpTestServer } from '@portal/testing';
 import { ORG, startHarness, transcriptOf, type Harness } from '../../../test/turn.harness';
 import { TurnRunner } from '../../turn/turn-runner.service';

@@ -9,7 +9,7 @@ import {
   type TurnPromptInput,
 } from '@portal/dal';
 import { BUILTIN_TOOL_NAMES, mcpToolName } from '@portal/prompt';
-import { PortalMetrics } from '@portal/queue';
+import { PortalMetrics } from '@portal/observability';
 import { CONFIG } from '../../config.token';
 import type { TurnOrchestratorConfig } from '../../config';
 import type { ResolvedTool } from '../tool-registry.service';

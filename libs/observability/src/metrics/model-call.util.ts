@@ -1,4 +1,4 @@
-import { markFailed, readInSpan, SPAN, startSpan } from '@portal/observability';
+import { markFailed, readInSpan, SPAN, startSpan } from '../tracing/spans.util';
 import type { PortalMetrics } from './portal-metrics.service';
 
 /** What a model stream's last event carries (structurally @portal/model's `done`). */
