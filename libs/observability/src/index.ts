@@ -1,6 +1,4 @@
-export * from './tracing/tracing-config.util';
-export * from './tracing/tracing-sdk.util';
-export * from './tracing/spans.util';
+export * from './tracing';
 export * from './logging/logger.util';
 export * from './logging/nest-logger.service';
 export * from './metrics/portal-metrics.service';

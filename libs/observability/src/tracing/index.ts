@@ -1,0 +1,3 @@
+export * from './tracing-config.util';
+export * from './tracing-sdk.util';
+export * from './spans.util';
