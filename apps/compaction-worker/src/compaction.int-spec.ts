@@ -13,6 +13,7 @@ import {
   ConversationRepository,
   OrgRepository,
   ToolResultRepository,
+  TurnLeaseRepository,
   TurnRepository,
   UsageRepository,
   UserRepository,
@@ -162,7 +163,7 @@ async function addTurn(
     model: MODEL.id,
     text: said,
   }))!;
-  await turns().claim(ORG, turn.id, 'orchestrator', 60_000);
+  await new TurnLeaseRepository(db.dataSource).claim(ORG, turn.id, 'orchestrator', 60_000);
   const written = await assistant(turn.id);
   if (written.length > 0) {
     await blocks().append(ORG, turn.id, written);

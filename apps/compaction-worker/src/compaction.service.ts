@@ -9,6 +9,7 @@ import {
   compactionLineId,
   ConversationRepository,
   PersonRequestRepository,
+  TurnLeaseRepository,
   TurnRepository,
   WindowRepository,
   type Db,
@@ -142,13 +143,13 @@ export class CompactionService {
   private async manual(turn: Turn, data: JobInput, context: BullMqContext): Promise<void> {
     if (turn.kind !== 'compaction') throw new UnrecoverableError(`Turn ${turn.id} is not a compaction turn`);
     if (isTerminal(turn.status)) return;
-    const turns = new TurnRepository(this.deps.db);
+    const leases = new TurnLeaseRepository(this.deps.db);
     const owner = `compaction-worker:${context.getJob().id}`;
-    const claimed = await turns.claim(data.orgId, turn.id, owner, this.leaseMs);
+    const claimed = await leases.claim(data.orgId, turn.id, owner, this.leaseMs);
     if (!claimed) return; // another worker has it
     if (claimed.from === 'queued') await this.publishAll(turn, turnStatusEvents(turn.id, 'running'));
     const renew = setInterval(
-      () => void turns.renewLease(data.orgId, turn.id, owner, this.leaseMs).catch(() => undefined),
+      () => void leases.renewLease(data.orgId, turn.id, owner, this.leaseMs).catch(() => undefined),
       this.leaseMs / 3,
     );
     try {

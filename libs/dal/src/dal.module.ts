@@ -17,6 +17,7 @@ import { SkillRepository } from './repositories/skill.repository';
 import { ToolResultRepository } from './repositories/tool-result.repository';
 import { TraceRepository } from './repositories/trace.repository';
 import { TurnRepository } from './repositories/turn.repository';
+import { TurnLeaseRepository } from './repositories/turn-lease.repository';
 import { UsageRepository } from './repositories/usage.repository';
 import { UserRepository } from './repositories/user.repository';
 import { WindowRepository } from './repositories/window.repository';
@@ -31,6 +32,7 @@ export const REPOSITORIES = [
   ToolResultRepository,
   TraceRepository,
   TurnRepository,
+  TurnLeaseRepository,
   UsageRepository,
   UserRepository,
   WindowRepository,

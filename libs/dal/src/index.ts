@@ -19,6 +19,7 @@ export * from './repositories/skill.repository';
 export * from './repositories/tool-result.repository';
 export * from './repositories/trace.repository';
 export * from './repositories/turn.repository';
+export * from './repositories/turn-lease.repository';
 export * from './repositories/usage.repository';
 export * from './repositories/user.repository';
 export * from './repositories/window.repository';

@@ -10,6 +10,7 @@ import { OrgRepository } from './repositories/org.repository';
 import { SkillRepository } from './repositories/skill.repository';
 import { ToolResultRepository } from './repositories/tool-result.repository';
 import { TraceRepository } from './repositories/trace.repository';
+import { TurnLeaseRepository } from './repositories/turn-lease.repository';
 import { TurnRepository } from './repositories/turn.repository';
 import { UsageRepository } from './repositories/usage.repository';
 import { UserRepository } from './repositories/user.repository';
@@ -269,6 +270,7 @@ describe('ConversationRepository', () => {
 
 describe('TurnRepository', () => {
   const turns = () => new TurnRepository(ds);
+  const leases = () => new TurnLeaseRepository(ds);
 
   it('opens a queued turn with the user message in one go', async () => {
     const { turn, message } = await openTurn();
@@ -322,21 +324,21 @@ describe('TurnRepository', () => {
     const { turn } = await openTurn();
     await turns().setContextTokens(ACME, turn.id, 1234);
     expect((await turns().get(ACME, turn.id))?.contextTokens).toBe(1234);
-    expect(await turns().claim(ACME, turn.id, 'worker-1', 60_000)).toMatchObject({
+    expect(await leases().claim(ACME, turn.id, 'worker-1', 60_000)).toMatchObject({
       turn: { status: 'running' },
       from: 'queued',
     });
-    expect(await turns().claim(ACME, turn.id, 'worker-2', 60_000)).toBeNull();
-    expect(await turns().renewLease(ACME, turn.id, 'worker-1', 60_000)).toBe(true);
-    expect(await turns().renewLease(ACME, turn.id, 'worker-2', 60_000)).toBe(false);
+    expect(await leases().claim(ACME, turn.id, 'worker-2', 60_000)).toBeNull();
+    expect(await leases().renewLease(ACME, turn.id, 'worker-1', 60_000)).toBe(true);
+    expect(await leases().renewLease(ACME, turn.id, 'worker-2', 60_000)).toBe(false);
     await ds.query(`UPDATE turns SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [
       turn.id,
     ]);
-    expect(await turns().claim(ACME, turn.id, 'worker-2', 60_000)).toMatchObject({
+    expect(await leases().claim(ACME, turn.id, 'worker-2', 60_000)).toMatchObject({
       turn: { status: 'running' },
       from: 'running',
     });
-    expect(await turns().claim(ACME, turn.id, 'worker-3', 60_000, { kind: 'compaction' })).toBeNull();
+    expect(await leases().claim(ACME, turn.id, 'worker-3', 60_000, { kind: 'compaction' })).toBeNull();
     const [{ attempt }] = await ds.query(`SELECT attempt FROM turns WHERE id = $1`, [turn.id]);
     expect(attempt).toBe(2);
   });
@@ -348,7 +350,7 @@ describe('TurnRepository', () => {
     expect(await turns().getLatest(GLOBEX, turn.conversationId)).toBeNull();
     expect(await turns().getActive(GLOBEX, turn.conversationId)).toBeNull();
     expect(await turns().updateStatus(GLOBEX, turn.id, 'cut_off')).toBeNull();
-    expect(await turns().claim(GLOBEX, turn.id, 'w', 1000)).toBeNull();
+    expect(await leases().claim(GLOBEX, turn.id, 'w', 1000)).toBeNull();
     await turns().setContextTokens(GLOBEX, turn.id, 99);
     expect(await turns().get(ACME, turn.id)).toMatchObject({ status: 'queued', contextTokens: null });
     expect(
@@ -486,13 +488,14 @@ describe('BlockRepository', () => {
 
 describe('TurnRepository.recordCallIfUnchanged: a settle without the lock taken first', () => {
   const turns = () => new TurnRepository(ds);
+  const leases = () => new TurnLeaseRepository(ds);
   const blocks = () => new BlockRepository(ds);
   const steering = (t: string): NewBlock => ({ kind: 'text', text: t, narration: false, steering: true });
 
   /** A running turn held by `w-1`, read as a model call reads it, and its answer placed on that read. */
   async function heldAndRead() {
     const { turn } = await openTurn();
-    const claimed = (await turns().claim(ACME, turn.id, 'w-1', 60_000, { callMessage: true }))!;
+    const claimed = (await leases().claim(ACME, turn.id, 'w-1', 60_000, { callMessage: true }))!;
     const seen = await blocks().readForCall(ACME, turn.id);
     const message = seen.messages.find((m) => m.id === claimed.callMessageId)!;
     const placed = placeBlocks(claimed.turn, seen.messages, message, [answer('Q3 is up.')]);

@@ -6,7 +6,7 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { QueueName } from '@portal/contracts';
-import { compactionJobId, MANUAL_REQUEST_ID, TurnRepository } from '@portal/dal';
+import { compactionJobId, MANUAL_REQUEST_ID, TurnLeaseRepository, TurnRepository } from '@portal/dal';
 import { BullMqClient, JobRecord } from '@portal/queue';
 import { lastValueFrom } from 'rxjs';
 import { CONFIG } from '../config.token';
@@ -35,6 +35,7 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
     @Inject(TurnRepository) private readonly turns: TurnRepository,
+    @Inject(TurnLeaseRepository) private readonly leases: TurnLeaseRepository,
     @Inject(BullMqClient) private readonly queues: BullMqClient,
     @Inject(TurnRunner) private readonly runner: TurnRunner,
   ) {}
@@ -54,7 +55,7 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
    * left alone (default one interval), so a turn the gateway is enqueuing right now is not raced.
    */
   async reconcile(opts: { idleMs?: number } = {}): Promise<string[]> {
-    const stranded = await this.turns.listStranded({
+    const stranded = await this.leases.listStranded({
       idleMs: opts.idleMs ?? this.config.reconcileIntervalMs,
       limit: BATCH,
     });

@@ -1,6 +1,6 @@
 import { Worker } from 'bullmq';
 import { QueueName } from '@portal/contracts';
-import { ConversationRepository, PromptInputLoader, TurnEntity, TurnRepository } from '@portal/dal';
+import { ConversationRepository, PromptInputLoader, TurnEntity, TurnLeaseRepository } from '@portal/dal';
 import { checkTurn, type TextBlock } from '@portal/domain';
 import { lastValueFrom } from 'rxjs';
 import { BullMqClient, JOB_OPTIONS, JobRecord, queueKeyPrefix } from '@portal/queue';
@@ -213,7 +213,7 @@ describe('shutdown and recovery', () => {
 
   it('the reconciler cuts off a stranded turn whose job ran out of attempts instead of running it again', async () => {
     const { turnId } = await h.openTurn();
-    await new TurnRepository(h.db.dataSource).claim(ORG, turnId, 'dead-worker', -1000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, turnId, 'dead-worker', -1000);
     // Its workers died past BullMQ's stall limit: the job failed for good.
     const connection = h.redis.duplicate({ maxRetriesPerRequest: null });
     const prefix = queueKeyPrefix(h.config.prefix, QueueName.Turns);
@@ -249,7 +249,7 @@ describe('shutdown and recovery', () => {
     );
     await lastValueFrom(queues.emit(QueueName.Turns, record));
     const abandoned = await h.openTurn();
-    await new TurnRepository(h.db.dataSource).claim(ORG, abandoned.turnId, 'dead-worker', -1000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, abandoned.turnId, 'dead-worker', -1000);
 
     const keys = await h.redis.keys(`${queueKeyPrefix(h.config.prefix, QueueName.Turns)}*`);
     expect(keys.length).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { ConversationRepository, SkillRepository, TurnRepository } from '@portal/dal';
+import { ConversationRepository, SkillRepository, TurnLeaseRepository } from '@portal/dal';
 import { checkTurn } from '@portal/domain';
 import { fakeError } from '@portal/testing';
 import { addSkill, ORG, skill, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
@@ -332,8 +332,7 @@ describe('running a turn again', () => {
 
   it('a turn claimed by a dead worker is finished by another once the lease lapses', async () => {
     const { turnId } = await h.openTurn();
-    const turns = new TurnRepository(h.db.dataSource);
-    await turns.claim(ORG, turnId, 'dead-worker', -1000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, turnId, 'dead-worker', -1000);
     h.fake.enqueue('Taken over.');
     await h.run(turnId);
     expect((await h.turn(turnId))!.status).toBe('completed');
@@ -342,7 +341,7 @@ describe('running a turn again', () => {
 
   it('a turn held by a live lease is left alone, and its job told to look again later', async () => {
     const { turnId } = await h.openTurn();
-    await new TurnRepository(h.db.dataSource).claim(ORG, turnId, 'live-worker', 60_000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, turnId, 'live-worker', 60_000);
     const requests = h.fake.requests.length;
     await expect(h.run(turnId)).resolves.toBe('busy');
     expect(h.fake.requests.length).toBe(requests);

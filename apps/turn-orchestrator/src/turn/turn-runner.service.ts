@@ -4,6 +4,7 @@ import type { JobData } from '@portal/contracts';
 import {
   PromptInputLoader,
   ToolResultRepository,
+  TurnLeaseRepository,
   TurnRepository,
   type PromptInputOptions,
   type TurnPromptInput,
@@ -72,6 +73,7 @@ export class TurnRunner {
   constructor(
     @Inject(CONFIG) private readonly config: TurnOrchestratorConfig,
     @Inject(TurnRepository) private readonly turns: TurnRepository,
+    @Inject(TurnLeaseRepository) private readonly leases: TurnLeaseRepository,
     @Inject(ToolResultRepository) private readonly toolResults: ToolResultRepository,
     @Inject(PromptInputLoader) private readonly loader: PromptInputLoader,
     @Inject(TurnStore) private readonly store: TurnStore,
@@ -97,7 +99,7 @@ export class TurnRunner {
   async run({ orgId, turnId }: JobData<'run-turn'>, shutdown: AbortSignal): Promise<'busy' | undefined> {
     const owner = `${this.config.workerId}/${randomUUID()}`;
     // A compaction turn (`/compact`) is the compaction worker's.
-    const claimed = await this.turns.claim(orgId, turnId, owner, this.config.leaseMs, {
+    const claimed = await this.leases.claim(orgId, turnId, owner, this.config.leaseMs, {
       kind: 'turn',
       callMessage: true,
     });
@@ -122,7 +124,7 @@ export class TurnRunner {
     if (shutdown.aborted) halt('shutdown');
     const unwatch = this.cancels.watch(turnId, () => halt('cancel'));
     const renewal = setInterval(() => {
-      this.turns.renewLease(orgId, turnId, owner, this.config.leaseMs).then(
+      this.leases.renewLease(orgId, turnId, owner, this.config.leaseMs).then(
         (stillHeld) => stillHeld || halt('lease_lost'),
         (err) => this.logger.warn(`turn ${turnId}: lease renewal failed (${(err as Error).message})`),
       );
@@ -167,7 +169,7 @@ export class TurnRunner {
     if (cut) await this.titles.afterSettle(orgId, cut);
   }
 
-  /** `claimedMessageId`: the first call's message, fixed by the claim (`TurnRepository.claim`). */
+  /** `claimedMessageId`: the first call's message, fixed by the claim (`TurnLeaseRepository.claim`). */
   private async loop(held: HeldTurn, signal: AbortSignal, claimedMessageId: string | null): Promise<Settled> {
     const { orgId, turn } = held;
     let fixed = claimedMessageId;
@@ -389,7 +391,7 @@ export class TurnRunner {
       return null;
     }
     if (reason === 'shutdown') {
-      await this.turns.releaseLease(orgId, turn.id, owner);
+      await this.leases.releaseLease(orgId, turn.id, owner);
       throw new TurnHandedBackError(`turn ${turn.id} handed back on shutdown`);
     }
     if (reason === 'cancel') {
@@ -405,7 +407,7 @@ export class TurnRunner {
       await this.store.transition(held, 'failed', { error: `${err.code}: ${err.message}` });
       return 'settled';
     }
-    await this.turns.releaseLease(orgId, turn.id, owner).catch(() => undefined);
+    await this.leases.releaseLease(orgId, turn.id, owner).catch(() => undefined);
     throw err;
   }
 }

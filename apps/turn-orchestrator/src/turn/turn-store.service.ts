@@ -3,6 +3,7 @@ import { turnStatusEvents, type PortalEvent } from '@portal/contracts';
 import {
   BlockRepository,
   placeBlocks,
+  TurnLeaseRepository,
   TurnRepository,
   UsageRepository,
   type PlacedBlocks,
@@ -115,9 +116,9 @@ export class TurnStore {
    * Null when the turn's cancel was requested (nothing is written then).
    */
   async callMessage(held: HeldTurn): Promise<string | null> {
-    const turns = new TurnRepository(this.dataSource);
+    const leases = new TurnLeaseRepository(this.dataSource);
     for (let attempt = 1; ; attempt++) {
-      const call = await turns.callMessage(held.orgId, held.turn.id, held.owner);
+      const call = await leases.callMessage(held.orgId, held.turn.id, held.owner);
       if (!call) throw new LeaseLostError(`turn ${held.turn.id} is no longer held by ${held.owner}`);
       if (call.cancelRequested) return null;
       if (call.messageId) return call.messageId;

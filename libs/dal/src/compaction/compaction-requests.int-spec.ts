@@ -6,6 +6,7 @@ import { isDomainError, type CompactionBlock } from '@portal/domain';
 import { BullMqClient, ConversationEvents } from '@portal/queue';
 import { RedisConnections } from '@portal/redis';
 import { BlockRepository } from '../repositories/block.repository';
+import { TurnLeaseRepository } from '../repositories/turn-lease.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { answer, newConversation, seedOrg, settledTurn } from '../testing/dal.fixtures';
 // dal's own copy of @portal/testing's createTestDatabase (that library depends on dal).
@@ -90,7 +91,7 @@ describe('CompactionRequests: /compact is refused, recording nothing', () => {
       model: 'gpt-test',
       text: 'q2',
     }))!;
-    if (status !== 'queued') await new TurnRepository(ds).claim(ORG, turn.id, 'w', 60_000);
+    if (status !== 'queued') await new TurnLeaseRepository(ds).claim(ORG, turn.id, 'w', 60_000);
     if (status === 'paused') await new TurnRepository(ds).updateStatus(ORG, turn.id, 'paused');
     await expectRefused(id, 'turn_open', new RegExp(`while the conversation's latest turn is ${status}$`));
   });
