@@ -4,7 +4,6 @@ export * from './bullmq.context';
 export * from './bullmq.server';
 export * from './job-error.filter';
 export * from './queue.module';
-export * from './health.server';
 export * from './conversation-events';
 export * from './upload-handoff';
 export * from './worker-boot';

@@ -2,12 +2,17 @@ import type { DynamicModule, INestMicroservice, LoggerService, LogLevel, Type } 
 import { NestFactory } from '@nestjs/core';
 import type { AsyncMicroserviceOptions } from '@nestjs/microservices';
 import type { QueueName } from '@portal/contracts';
+import {
+  createLogger,
+  NestPinoLogger,
+  PortalMetrics,
+  startHealthServer,
+  type ReadinessCheck,
+} from '@portal/observability';
 import { BullMqClient } from './bullmq.client';
 import { BullMqServer } from './bullmq.server';
-import { startHealthServer, type ReadinessCheck } from './health.server';
 import { JobErrorFilter } from './job-error.filter';
 import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
-import { createLogger, NestPinoLogger, PortalMetrics } from '@portal/observability';
 
 /**
  * A worker as a Nest microservice on the BullMQ transport, consuming `queues` once `listen()` is
