@@ -20,7 +20,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, pidsOf, redisServerPid } from './cpu.util';
-import { figure, median } from './stats.util';
+import { figure, median, runMain } from './stats.util';
 import { buildServices } from './build.util';
 
 /**
@@ -509,12 +509,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runMain(main);

@@ -24,3 +24,17 @@ export function numberArg(name: string, fallback: number): number {
   const found = process.argv.find((a) => a.startsWith(`--${name}=`));
   return found ? Number(found.split('=')[1]) : fallback;
 }
+
+/**
+ * A bench's entry point: runs `main`, prints what it throws, and exits when it is done (the
+ * services and clients it stopped may leave handles open: the figures are what matters).
+ */
+export function runMain(main: () => Promise<unknown>): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -17,7 +17,7 @@ import {
 } from '@portal/testing';
 import { connectionsTo, rssBytes } from './proc.util';
 import { buildServices } from './build.util';
-import { figure, numberArg as arg, percentile } from './stats.util';
+import { figure, numberArg as arg, percentile, runMain } from './stats.util';
 
 /**
  * `npm run bench:streams`: what open event streams cost a gateway. The built services run as real
@@ -356,12 +356,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runMain(main);

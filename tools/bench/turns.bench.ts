@@ -20,7 +20,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { cpuMs, cpuMsOfAll, ownCpuMs, redisCommandsSoFar, redisServerPid } from './cpu.util';
-import { figure, numberArg as arg, percentile } from './stats.util';
+import { figure, numberArg as arg, percentile, runMain } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
 import { buildServices } from './build.util';
 
@@ -720,12 +720,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runMain(main);

@@ -5,7 +5,7 @@ import {
   settled,
   slow,
   SMALL_AGENT,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -14,12 +14,7 @@ import {
 jest.setTimeout(120_000);
 
 let web: WebHarness;
-beforeAll(async () => {
-  web = await startWebHarness();
-});
-afterAll(async () => {
-  await web?.close();
-});
+useWebHarness((started) => (web = started));
 
 describe('the portal web client, compaction', () => {
   it('shows /compact as a pill, summarises in place of the thinking indicator, then the divider', async () => {

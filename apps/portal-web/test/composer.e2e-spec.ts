@@ -8,7 +8,7 @@ import {
   SEEING_AGENT,
   send,
   settled,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -17,12 +17,7 @@ import {
 jest.setTimeout(90_000);
 
 let web: WebHarness;
-beforeAll(async () => {
-  web = await startWebHarness();
-});
-afterAll(async () => {
-  await web?.close();
-});
+useWebHarness((started) => (web = started));
 
 describe('the portal web client, composer', () => {
   it('completes a /slug from the catalogue with the keyboard, and sends it as typed', async () => {

@@ -9,7 +9,7 @@ import {
   screenshot,
   send,
   settled,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -19,12 +19,9 @@ jest.setTimeout(120_000);
 
 let web: WebHarness;
 let api: ApiClient;
-beforeAll(async () => {
-  web = await startWebHarness();
+useWebHarness((started) => {
+  web = started;
   api = new ApiClient(web.portal.baseURL, KEY);
-});
-afterAll(async () => {
-  await web?.close();
 });
 
 const conversationIds = async (): Promise<string[]> =>

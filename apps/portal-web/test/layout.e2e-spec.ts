@@ -9,7 +9,7 @@ import {
   seriousViolations,
   send,
   settled,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -18,12 +18,7 @@ import {
 jest.setTimeout(150_000);
 
 let web: WebHarness;
-beforeAll(async () => {
-  web = await startWebHarness();
-});
-afterAll(async () => {
-  await web?.close();
-});
+useWebHarness((started) => (web = started));
 
 describe('the portal web client, on every screen and for every reader', () => {
   it('keeps the conversation list in a drawer on a phone, and the composer usable with the keyboard open', async () => {

@@ -9,7 +9,7 @@ import {
   send,
   settled,
   slow,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -18,12 +18,7 @@ import {
 jest.setTimeout(120_000);
 
 let web: WebHarness;
-beforeAll(async () => {
-  web = await startWebHarness();
-});
-afterAll(async () => {
-  await web?.close();
-});
+useWebHarness((started) => (web = started));
 
 /** Markdown and HTML that would run code, or leave a `javascript:` link, if anything let it through. */
 const HOSTILE = [

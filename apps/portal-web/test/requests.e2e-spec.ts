@@ -3,7 +3,7 @@ import {
   newConversation,
   send,
   settled,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -12,12 +12,7 @@ import {
 jest.setTimeout(90_000);
 
 let web: WebHarness;
-beforeAll(async () => {
-  web = await startWebHarness();
-});
-afterAll(async () => {
-  await web?.close();
-});
+useWebHarness((started) => (web = started));
 
 describe('the portal web client, requests', () => {
   it('asks for approval; Approve with a note runs the tool and the turn goes on', async () => {

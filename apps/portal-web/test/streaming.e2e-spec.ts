@@ -7,7 +7,7 @@ import {
   send,
   settled,
   slow,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -22,12 +22,7 @@ const SOURCE =
   ' — emoji 👩🏽‍💻 👨‍👩‍👧‍👦 👍🏿 🇻🇳 1️⃣ xong.';
 
 let web: WebHarness;
-beforeAll(async () => {
-  web = await startWebHarness();
-});
-afterAll(async () => {
-  await web?.close();
-});
+useWebHarness((started) => (web = started));
 
 describe('the portal web client, streaming', () => {
   it('signs in, starts a conversation, streams the answer and settles it as plain text', async () => {

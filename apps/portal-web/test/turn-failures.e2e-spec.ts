@@ -5,7 +5,7 @@ import {
   PHONE,
   screenshot,
   send,
-  startWebHarness,
+  useWebHarness,
   until,
   eventually,
   type WebHarness,
@@ -14,12 +14,7 @@ import {
 jest.setTimeout(120_000);
 
 let web: WebHarness;
-beforeAll(async () => {
-  web = await startWebHarness();
-});
-afterAll(async () => {
-  await web?.close();
-});
+useWebHarness((started) => (web = started));
 
 const SCREENS = [
   ['desktop', DESKTOP],

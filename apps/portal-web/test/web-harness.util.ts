@@ -86,6 +86,21 @@ async function saveScreenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
 }
 
+/**
+ * The file's harness: started before its tests (handed to `started`), closed after them.
+ * Register it at the top of a spec, as its `beforeAll`/`afterAll`.
+ */
+export function useWebHarness(started: (web: WebHarness) => void, opts: { idp?: TestIdp } = {}): void {
+  let web: WebHarness | undefined;
+  beforeAll(async () => {
+    web = await startWebHarness(opts);
+    started(web);
+  });
+  afterAll(async () => {
+    await web?.close();
+  });
+}
+
 /** `idp`: acme (named "Acme") signs its people in through it, as client `portal-web` with the role claim `portal_role`. */
 export async function startWebHarness(opts: { idp?: TestIdp } = {}): Promise<WebHarness> {
   // The bundle is cheap to build and must match the sources under test.
