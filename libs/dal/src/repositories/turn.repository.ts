@@ -277,7 +277,7 @@ export class TurnRepository {
     return stored;
   }
 
-  /** recordCall's statement; with `seen`, every write waits on `guard` (null when it fails). */
+  /** recordCall's statement; with `seen`, every write waits on the guard (null when it fails). */
   private async record(
     orgId: string,
     turnId: string,
@@ -287,22 +287,26 @@ export class TurnRepository {
     const messageId = placed?.messageId ?? null;
     const blocks = placed?.blocks ?? [];
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
-    const when = '($16::text IS NULL OR EXISTS (SELECT 1 FROM guard))';
+    // Only the settle without the lock first takes the guard: the locked path pays nothing for it.
+    const guard = seen
+      ? `guard AS (
+         SELECT 1 FROM turns WHERE org_id = $1 AND id = $2 AND lease_owner = $16 AND status = 'running'
+           AND cancel_requested_at IS NULL AND steering_count = $17 FOR UPDATE),`
+      : '';
+    const when = seen ? 'EXISTS (SELECT 1 FROM guard)' : undefined;
     const [row] = await queryPrepared<{ held: boolean; blocks: (BlockRow & { seq: number })[] | null }>(
       this.em,
-      `WITH guard AS (
-         SELECT 1 FROM turns WHERE org_id = $1 AND id = $2 AND lease_owner = $16 AND status = 'running'
-           AND cancel_requested_at IS NULL AND steering_count = $17 FOR UPDATE),
+      `WITH ${guard}
        block AS (${insertBlocksSql({ org: '$1', turn: '$2', message: '$3', records: '$4', when })}),
-       usage AS (${insertUsageSql({ org: '$1', turn: '$2', first: 6, when: `$5::boolean AND ${when}` })}),
+       usage AS (${insertUsageSql({ org: '$1', turn: '$2', first: 6, when: when ? `$5::boolean AND ${when}` : '$5::boolean' })}),
        turn AS (
          UPDATE turns SET status = COALESCE($13::text, status), updated_at = now(),
            error = CASE WHEN $13::text IS NULL THEN error ELSE $14::text END,
            context_tokens = COALESCE($8::integer, context_tokens),
            lease_owner = CASE WHEN COALESCE($13::text, status) = 'running' THEN lease_owner END,
            lease_expires_at = CASE WHEN COALESCE($13::text, status) = 'running' THEN lease_expires_at END
-         WHERE org_id = $1 AND id = $2 AND ($13::text IS NULL OR status = ANY($15::text[])) AND ${when})
-       SELECT ${when} AS held, (SELECT json_agg(block ORDER BY block.seq) FROM block) AS blocks`,
+         WHERE org_id = $1 AND id = $2 AND ($13::text IS NULL OR status = ANY($15::text[]))${when ? ` AND ${when}` : ''})
+       SELECT ${when ?? 'true'} AS held, (SELECT json_agg(block ORDER BY block.seq) FROM block) AS blocks`,
       [
         orgId,
         turnId,
@@ -319,8 +323,7 @@ export class TurnRepository {
         status?.to ?? null,
         status?.error ?? null,
         status?.from ?? [],
-        seen?.owner ?? null,
-        seen?.steeringCount ?? null,
+        ...(seen ? [seen.owner, seen.steeringCount] : []),
       ],
     );
     return row?.held ? (row.blocks ?? []).map(toBlock) : null;
