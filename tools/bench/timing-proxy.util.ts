@@ -1,6 +1,19 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+/** What the proxy measured of a call. */
+export interface ProxyClock {
+  /** ms from the request's arrival at the proxy to the end of the fake's response through it. */
+  ms: number;
+  /** When the proxy passed on the first chunk with answer text (epoch ms, sub-ms precision). */
+  firstTextAt: number | null;
+}
+
+/** A streamed chunk carrying a non-empty text delta. */
+const TEXT_DELTA = /"content":"[^"]/;
+
+export const epochMs = () => performance.timeOrigin + performance.now();
+
 /**
  * An HTTP proxy in front of the fake model that times each call from its arrival to the end of the
  * fake's response, so a bench can subtract the model's own time from what the portal took.
@@ -9,9 +22,9 @@ import type { AddressInfo } from 'node:net';
 export async function startTimingProxy<T extends object>(
   target: string,
   describe: (body: Buffer) => T,
-): Promise<{ url: string; timings: Array<T & { ms: number }>; server: Server }> {
+): Promise<{ url: string; timings: Array<T & ProxyClock>; server: Server }> {
   const upstream = new URL(target);
-  const timings: Array<T & { ms: number }> = [];
+  const timings: Array<T & ProxyClock> = [];
   const server = createServer((req, res) => {
     const started = performance.now();
     const chunks: Buffer[] = [];
@@ -29,8 +42,12 @@ export async function startTimingProxy<T extends object>(
         },
         (up) => {
           res.writeHead(up.statusCode ?? 502, up.headers);
+          let firstTextAt: number | null = null;
+          up.on('data', (chunk: Buffer) => {
+            if (firstTextAt === null && TEXT_DELTA.test(chunk.toString('utf8'))) firstTextAt = epochMs();
+          });
           up.pipe(res);
-          up.on('end', () => timings.push({ ...call, ms: performance.now() - started }));
+          up.on('end', () => timings.push({ ...call, ms: performance.now() - started, firstTextAt }));
         },
       );
       forward.on('error', () => res.destroy());
