@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import { ENTITIES } from './entities';
-import { isPgError, quoteIdent } from './db.util';
+import { isPgError, quoteIdent, runSql } from './db.util';
 import { MIGRATIONS } from './migrations';
 
 /** Any two processes that migrate the same database take turns on this advisory lock. */
@@ -78,7 +78,7 @@ async function connectToPostgresDb(databaseUrl: string): Promise<{ name: string;
 
 /** Readiness: the database answers a trivial query. */
 export function isDatabaseReady(dataSource: DataSource): Promise<boolean> {
-  return dataSource.query('SELECT 1').then(
+  return runSql(dataSource, 'SELECT 1').then(
     () => true,
     () => false,
   );

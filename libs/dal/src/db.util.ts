@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
 
 /** Repositories take either the data source or a transaction's manager, so they compose. */
@@ -8,32 +9,51 @@ export function managerOf(db: Db): EntityManager {
   return db instanceof DataSource ? db.manager : db;
 }
 
-interface PgQueryable {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+/** What a statement returned: its rows (RETURNING's, for a write) and the rows it touched. */
+export interface SqlResult<T> {
+  rows: T[];
+  rowCount: number;
 }
 
 const statementNames = new Map<string, string>();
 
-/**
- * Runs a statement of a hot path as a named prepared statement: each connection parses and plans
- * it once rather than on every call. For statements whose plan cannot depend on the values (keyed
- * lookups and writes); inside a transaction it runs on the transaction's connection. Returns the
- * rows (RETURNING's, for a write); errors are pg's own (see `isPgError`).
- */
-export async function queryPrepared<T>(em: EntityManager, text: string, values: unknown[]): Promise<T[]> {
+function statementName(text: string): string {
   let name = statementNames.get(text);
   if (!name) {
     name = `portal_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
     statementNames.set(text, name);
   }
-  const runner = em.queryRunner;
-  // The driver's pool (pg.Pool) outside a transaction: it is not part of TypeORM's typed API.
-  const client: PgQueryable = runner
-    ? await runner.connect()
-    : (em.connection.driver as unknown as { master: PgQueryable }).master;
-  em.connection.logger.logQuery(text, values, runner);
-  const result = await client.query({ name, text, values });
-  return result.rows as T[];
+  return name;
+}
+
+/**
+ * The one way repositories run SQL: on the transaction's QueryRunner when `db` is a transaction's
+ * manager, else on a QueryRunner taken from the pool for this statement and released after.
+ * `prepared` runs it as a named statement (pg's `{ name, text, values }` query on the connection
+ * QueryRunner.connect() returns), parsed and planned once per connection: for the hot paths'
+ * statements with a fixed text whose plan cannot depend on the values (docs/benchmarks.md).
+ * Errors are TypeORM's QueryFailedError, or pg's own for a prepared statement (see `isPgError`).
+ */
+export async function runSql<T>(
+  db: Db,
+  text: string,
+  values: unknown[] = [],
+  opts: { prepared?: boolean } = {},
+): Promise<SqlResult<T>> {
+  const em = managerOf(db);
+  const runner = em.queryRunner ?? em.connection.createQueryRunner();
+  try {
+    if (!opts.prepared) {
+      const result = await runner.query(text, values, true);
+      return { rows: result.records ?? [], rowCount: result.affected ?? 0 };
+    }
+    const client = (await runner.connect()) as PoolClient;
+    em.connection.logger.logQuery(text, values, runner);
+    const result = await client.query({ name: statementName(text), text, values });
+    return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
+  } finally {
+    if (runner !== em.queryRunner) await runner.release();
+  }
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

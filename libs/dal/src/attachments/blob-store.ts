@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { BlobVariant } from '../records.types';
 import { readByteaByCopy } from './bytea-copy.util';
 
@@ -46,7 +46,8 @@ export class PostgresBlobStore implements BlobStore {
   async put(key: BlobKey, data: Buffer): Promise<void> {
     checkPut(key);
     // The primary key has no org in it: a row of another org under the same id is never replaced.
-    const rows: unknown[] = await this.em.query(
+    const { rows } = await runSql(
+      this.em,
       `INSERT INTO attachment_blobs (attachment_id, variant, org_id, data) VALUES ($1, $2, $3, $4)
        ON CONFLICT (attachment_id, variant) DO UPDATE SET data = EXCLUDED.data
        WHERE attachment_blobs.org_id = EXCLUDED.org_id
@@ -68,7 +69,7 @@ export class PostgresBlobStore implements BlobStore {
 
   async removeAll(key: Omit<BlobKey, 'variant'>): Promise<void> {
     if (!isUuid(key.attachmentId)) return;
-    await this.em.query(`DELETE FROM attachment_blobs WHERE org_id = $1 AND attachment_id = $2`, [
+    await runSql(this.em, `DELETE FROM attachment_blobs WHERE org_id = $1 AND attachment_id = $2`, [
       key.orgId,
       key.attachmentId,
     ]);

@@ -1,6 +1,6 @@
 import type { Block, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { NewBlock } from '../mappers/block.mapper';
 import type { UsageRow } from '../records.types';
 import { BlockRepository } from '../repositories/block.repository';
@@ -27,7 +27,10 @@ export class CompactionRepository {
    */
   async writtenSinceLastCompaction(orgId: string, conversationId: string): Promise<boolean> {
     if (!isUuid(conversationId)) return false;
-    const [row]: { written: boolean }[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<{ written: boolean }>(
+      this.em,
       `WITH c AS (
          SELECT turn_n, seq FROM blocks
          WHERE conversation_id = $2 AND kind = 'compaction' AND org_id = $1

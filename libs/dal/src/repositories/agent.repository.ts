@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { AgentSkillEntity } from '../entities/agent-skill.entity';
 import type { Agent } from '../records.types';
 
@@ -38,7 +38,8 @@ export class AgentRepository {
   }
 
   async upsert(orgId: string, agent: AgentInput): Promise<Agent> {
-    await this.em.query(
+    await runSql(
+      this.em,
       `${INSERT_AGENT}
        ON CONFLICT (org_id, id) DO UPDATE SET
          name = EXCLUDED.name, instructions = EXCLUDED.instructions, model = EXCLUDED.model,
@@ -52,7 +53,8 @@ export class AgentRepository {
 
   /** Inserts a new agent; null when the org already has one with this id (nothing is changed). */
   async create(orgId: string, agent: AgentInput): Promise<Agent | null> {
-    const rows: unknown[] = await this.em.query(
+    const { rows } = await runSql(
+      this.em,
       `${INSERT_AGENT}
        ON CONFLICT (org_id, id) DO NOTHING RETURNING id`,
       agentParams(orgId, agent),
@@ -61,7 +63,10 @@ export class AgentRepository {
   }
 
   async get(orgId: string, agentId: string): Promise<Agent | null> {
-    const [row]: { agent: Agent }[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<{ agent: Agent }>(
+      this.em,
       `SELECT ${AGENT_JSON} AS agent FROM agents a WHERE a.org_id = $1 AND a.id = $2`,
       [orgId, agentId],
     );
@@ -69,7 +74,8 @@ export class AgentRepository {
   }
 
   async list(orgId: string): Promise<Agent[]> {
-    const rows: { agent: Agent }[] = await this.em.query(
+    const { rows } = await runSql<{ agent: Agent }>(
+      this.em,
       `SELECT ${AGENT_JSON} AS agent FROM agents a WHERE a.org_id = $1 ORDER BY a.name, a.id`,
       [orgId],
     );
@@ -80,7 +86,8 @@ export class AgentRepository {
   async setSkills(orgId: string, agentId: string, skillIds: string[]): Promise<void> {
     await this.em.transaction(async (em) => {
       await em.getRepository(AgentSkillEntity).delete({ orgId, agentId });
-      await em.query(
+      await runSql(
+        em,
         `INSERT INTO agent_skills (org_id, agent_id, skill_id, position)
          SELECT s.org_id, a.id, s.id, ids.position
          FROM unnest($3::uuid[]) WITH ORDINALITY AS ids (skill_id, position)

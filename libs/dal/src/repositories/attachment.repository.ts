@@ -1,7 +1,7 @@
 import type { AttachmentKind, AttachmentManifest } from '@portal/domain';
 import { charCount } from '@portal/prompt';
 import { type EntityManager, In } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { AttachmentPageEntity } from '../entities/attachment-page.entity';
 import { AttachmentEntity } from '../entities/attachment.entity';
 import { toAttachmentManifest } from '../mappers/attachment.mapper';
@@ -102,7 +102,8 @@ export class AttachmentRepository {
   async create(orgId: string, input: NewAttachment): Promise<AttachmentManifest | null> {
     const conversationId = input.conversationId ?? null;
     if (conversationId !== null && !isUuid(conversationId)) return null;
-    const rows: AttachmentManifest[] = await this.em.query(
+    const { rows } = await runSql<AttachmentManifest>(
+      this.em,
       `INSERT INTO attachments (id, org_id, user_id, conversation_id, kind, filename, mime_type, status, byte_size, sha256)
        SELECT $1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9
        WHERE $4::uuid IS NULL
@@ -125,7 +126,8 @@ export class AttachmentRepository {
 
   async getManifest(orgId: string, attachmentId: string): Promise<AttachmentManifest | null> {
     if (!isUuid(attachmentId)) return null;
-    const rows: AttachmentManifest[] = await this.em.query(
+    const { rows } = await runSql<AttachmentManifest>(
+      this.em,
       `SELECT ${MANIFEST_COLUMNS} FROM attachments WHERE org_id = $1 AND id = $2`,
       [orgId, attachmentId],
     );
@@ -141,14 +143,16 @@ export class AttachmentRepository {
     attachmentId: string,
   ): Promise<{ manifest: AttachmentManifest; conversationId: string | null; model: string | null } | null> {
     if (!isUuid(attachmentId)) return null;
-    const rows: (AttachmentManifest & { conversationId: string | null; model: string | null })[] =
-      await this.em.query(
-        `SELECT ${MANIFEST_COLUMNS}, conversation_id AS "conversationId",
+    const { rows } = await runSql<
+      AttachmentManifest & { conversationId: string | null; model: string | null }
+    >(
+      this.em,
+      `SELECT ${MANIFEST_COLUMNS}, conversation_id AS "conversationId",
            (SELECT g.model FROM conversations c JOIN agents g ON g.org_id = c.org_id AND g.id = c.agent_id
             WHERE c.org_id = attachments.org_id AND c.id = attachments.conversation_id) AS model
          FROM attachments WHERE org_id = $1 AND id = $2`,
-        [orgId, attachmentId],
-      );
+      [orgId, attachmentId],
+    );
     if (!rows.length) return null;
     const { conversationId, model, ...manifest } = rows[0];
     return { manifest, conversationId, model };
@@ -181,8 +185,8 @@ export class AttachmentRepository {
   ): Promise<AttachmentManifest | null> {
     if (!isUuid(attachmentId)) return null;
     const { set, params } = patchSet(patch, 3);
-    // TypeORM answers an UPDATE with [rows, affected].
-    const [rows]: [AttachmentManifest[], number] = await this.em.query(
+    const { rows } = await runSql<AttachmentManifest>(
+      this.em,
       `UPDATE attachments SET ${set} WHERE org_id = $1 AND id = $2 RETURNING ${MANIFEST_COLUMNS}`,
       [orgId, attachmentId, ...params],
     );
@@ -191,7 +195,8 @@ export class AttachmentRepository {
 
   /** Stores (or replaces) the text of one page, numbered from 1; the search index follows. */
   async savePage(orgId: string, attachmentId: string, page: number, text: string): Promise<void> {
-    await this.em.query(
+    await runSql(
+      this.em,
       `INSERT INTO attachment_pages (attachment_id, page, org_id, text)
        SELECT a.id, $3, a.org_id, $4 FROM attachments a WHERE a.org_id = $1 AND a.id = $2
        ON CONFLICT (attachment_id, page) DO UPDATE SET text = EXCLUDED.text`,
@@ -213,7 +218,8 @@ export class AttachmentRepository {
   ): Promise<AttachmentManifest | null> {
     if (!isUuid(attachmentId)) return null;
     const { set, params } = patchSet(patch, 6);
-    const [rows]: [AttachmentManifest[], number] = await this.em.query(
+    const { rows } = await runSql<AttachmentManifest>(
+      this.em,
       `WITH target AS (
          SELECT id, org_id FROM attachments WHERE org_id = $1 AND id = $2
        ), saved AS (
@@ -247,7 +253,8 @@ export class AttachmentRepository {
   async getTexts(orgId: string, attachmentIds: string[]): Promise<Map<string, string>> {
     const ids = attachmentIds.filter(isUuid);
     if (!ids.length) return new Map();
-    const rows: { id: string; text: string }[] = await this.em.query(
+    const { rows } = await runSql<{ id: string; text: string }>(
+      this.em,
       `SELECT attachment_id AS id, string_agg(text, $3 ORDER BY page) AS text FROM attachment_pages
        WHERE org_id = $1 AND attachment_id = ANY($2::uuid[]) GROUP BY attachment_id`,
       [orgId, ids, PAGE_SEPARATOR],
@@ -267,7 +274,8 @@ export class AttachmentRepository {
   /** Removes the pages after `lastPage`: a re-read that found fewer pages leaves none behind. */
   async deletePagesAfter(orgId: string, attachmentId: string, lastPage: number): Promise<void> {
     if (!isUuid(attachmentId)) return;
-    await this.em.query(
+    await runSql(
+      this.em,
       `DELETE FROM attachment_pages WHERE org_id = $1 AND attachment_id = $2 AND page > $3`,
       [orgId, attachmentId, lastPage],
     );
@@ -279,7 +287,8 @@ export class AttachmentRepository {
    */
   async listForConversation(orgId: string, conversationId: string): Promise<AttachmentManifest[]> {
     if (!isUuid(conversationId)) return [];
-    const rows: { id: string }[] = await this.em.query(
+    const { rows } = await runSql<{ id: string }>(
+      this.em,
       `SELECT a.id FROM attachments a
        WHERE a.org_id = $1 AND (
          a.conversation_id = $2
@@ -295,7 +304,8 @@ export class AttachmentRepository {
 
   /** Full-text search (`simple` configuration) over the pages of the given attachments, best first. */
   async search(orgId: string, attachmentIds: string[], query: string, limit = 10): Promise<PageHit[]> {
-    return this.em.query(
+    const { rows } = await runSql<PageHit>(
+      this.em,
       `SELECT p.attachment_id AS "attachmentId", p.page, ts_rank(p.tsv, q)::float8 AS rank,
          ts_headline('simple', p.text, q, 'MaxFragments=2, MinWords=8, MaxWords=30') AS snippet
        FROM attachment_pages p, websearch_to_tsquery('simple', $3) q
@@ -304,5 +314,6 @@ export class AttachmentRepository {
        LIMIT $4`,
       [orgId, attachmentIds.filter(isUuid), query, limit],
     );
+    return rows;
   }
 }

@@ -9,7 +9,7 @@ import {
   type TurnTranscript,
 } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { DalError } from '../errors';
 import {
   type BlockRow,
@@ -164,7 +164,8 @@ export class BlockRepository {
     if (!isUuid(turnId)) return null;
     // A person's message added to a turn after its first is steering: counted on the turn row in
     // the same statement (`TurnRepository.recordCallIfUnchanged` relies on it).
-    const inserted: MessageRow[] = await this.em.query(
+    const { rows: inserted } = await runSql<MessageRow>(
+      this.em,
       `WITH added AS (
          INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
          SELECT $3, t.org_id, t.conversation_id, t.id,
@@ -180,12 +181,16 @@ export class BlockRepository {
     );
     if (inserted.length) return toMessage(inserted[0], []);
     if (opts.seq === undefined) return null;
-    const [existing]: MessageRow[] = await this.em.query(
+    const {
+      rows: [existing],
+    } = await runSql<MessageRow>(
+      this.em,
       `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE org_id = $1 AND turn_id = $2 AND seq = $3`,
       [orgId, turnId, opts.seq],
     );
     if (!existing) return null;
-    const blocks: StoredBlockRow[] = await this.em.query(
+    const { rows: blocks } = await runSql<StoredBlockRow>(
+      this.em,
       `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND message_id = $2 ORDER BY seq`,
       [orgId, existing.id],
     );
@@ -240,19 +245,21 @@ export class BlockRepository {
     const { messageId, blocks } = placed;
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
     // Usually every position is free: one statement, whose RETURNING is what is stored.
-    const inserted =
+    const { rows: inserted } =
       blocks.length && isUuid(messageId)
-        ? await queryPrepared<StoredBlockRow>(
+        ? await runSql<StoredBlockRow>(
             this.em,
             insertBlocksSql({ org: '$1', message: '$2', records: '$3' }),
             [orgId, messageId, blockRecords(blocks)],
+            { prepared: true },
           )
-        : [];
+        : { rows: [] };
     if (blocks.length && inserted.length === blocks.length) {
       return inserted.sort((a, b) => a.seq - b.seq).map(toBlock);
     }
     const target = await this.messageTarget(this.em, orgId, messageId);
-    const stored: StoredBlockRow[] = await this.em.query(
+    const { rows: stored } = await runSql<StoredBlockRow>(
+      this.em,
       `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND turn_id = $2 AND seq = ANY($3::integer[]) ORDER BY seq`,
       [orgId, target.turnId, blocks.map((b) => b.seq)],
     );
@@ -270,7 +277,8 @@ export class BlockRepository {
   async updateBlock(orgId: string, block: Block): Promise<Block | null> {
     if (!isUuid(block.id)) return null;
     const { kind, payload } = toBlockPayload(block);
-    const [rows]: [StoredBlockRow[], number] = await this.em.query(
+    const { rows } = await runSql<StoredBlockRow>(
+      this.em,
       `UPDATE blocks SET payload = $4, updated_at = now()
        WHERE org_id = $1 AND id = $2 AND kind = $3 RETURNING ${BLOCK_COLUMNS}`,
       [orgId, block.id, kind, JSON.stringify(payload)],
@@ -283,7 +291,10 @@ export class BlockRepository {
     blockId: string,
   ): Promise<{ turnId: string; messageId: string; block: Block } | null> {
     if (!isUuid(blockId)) return null;
-    const [row]: StoredBlockRow[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<StoredBlockRow>(
+      this.em,
       `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE org_id = $1 AND id = $2`,
       [orgId, blockId],
     );
@@ -293,12 +304,13 @@ export class BlockRepository {
   /** A turn's messages in order, each with its blocks in order. One query. */
   async listTurnMessages(orgId: string, turnId: string): Promise<Message[]> {
     if (!isUuid(turnId)) return [];
-    const rows = await queryPrepared<MessageBlockRow>(
+    const { rows } = await runSql<MessageBlockRow>(
       this.em,
       `SELECT ${MESSAGE_BLOCK_COLUMNS}
        FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
        WHERE m.org_id = $1 AND m.turn_id = $2 ORDER BY m.seq, b.seq`,
       [orgId, turnId],
+      { prepared: true },
     );
     return messagesOf(rows);
   }
@@ -310,7 +322,7 @@ export class BlockRepository {
    */
   async readForCall(orgId: string, turnId: string): Promise<TurnForCall> {
     if (!isUuid(turnId)) return { messages: [], mcpTools: null, steeringCount: 0 };
-    const rows = await queryPrepared<
+    const { rows } = await runSql<
       MessageBlockRow & { mcpTools: McpToolSnapshot | null; steeringCount: number }
     >(
       this.em,
@@ -321,6 +333,7 @@ export class BlockRepository {
          LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
        WHERE t.org_id = $1 AND t.id = $2 ORDER BY m.seq, b.seq`,
       [orgId, turnId],
+      { prepared: true },
     );
     return {
       messages: messagesOf(rows),
@@ -335,7 +348,7 @@ export class BlockRepository {
    */
   async lockTurnMessages(orgId: string, turnId: string): Promise<LockedTurnMessages | null> {
     if (!isUuid(turnId)) return null;
-    const rows = await queryPrepared<
+    const { rows } = await runSql<
       MessageBlockRow &
         Pick<LockedTurnMessages, 'leaseOwner' | 'cancelRequested'> & {
           turnStatus: TurnStatus;
@@ -351,6 +364,7 @@ export class BlockRepository {
          LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
        WHERE t.org_id = $1 AND t.id = $2 ORDER BY m.seq, b.seq FOR UPDATE OF t`,
       [orgId, turnId],
+      { prepared: true },
     );
     if (!rows.length) return null;
     const { turnStatus: status, turnN: n, turnKind: kind, leaseOwner, cancelRequested } = rows[0];
@@ -361,14 +375,16 @@ export class BlockRepository {
   /** The whole transcript of a conversation, for display (not for memory: see WindowRepository). */
   async listConversationMessages(orgId: string, conversationId: string): Promise<Message[]> {
     if (!isUuid(conversationId)) return [];
-    const [messages, blocks] = await Promise.all([
-      this.em.query(
+    const [{ rows: messages }, { rows: blocks }] = await Promise.all([
+      runSql<MessageRow>(
+        this.em,
         `SELECT m.id, m.turn_id AS "turnId", m.seq, m.role, m.attachment_ids AS "attachmentIds"
          FROM messages m JOIN turns t ON t.id = m.turn_id
          WHERE t.org_id = $1 AND t.conversation_id = $2 AND m.org_id = $1 ORDER BY t.n, m.seq`,
         [orgId, conversationId],
       ),
-      this.em.query(
+      runSql<StoredBlockRow>(
+        this.em,
         `SELECT b.id, b.turn_id AS "turnId", b.message_id AS "messageId", b.seq, b.kind, b.payload
          FROM blocks b JOIN turns t ON t.id = b.turn_id
          WHERE t.org_id = $1 AND t.conversation_id = $2 AND b.org_id = $1 ORDER BY t.n, b.seq`,
@@ -401,14 +417,15 @@ export class BlockRepository {
   }
 
   private async messageTarget(em: EntityManager, orgId: string, messageId: string) {
-    const rows: MessageTarget[] = isUuid(messageId)
-      ? await em.query(
+    const { rows } = isUuid(messageId)
+      ? await runSql<MessageTarget>(
+          em,
           `SELECT m.id, m.turn_id AS "turnId", m.conversation_id AS "conversationId", t.n AS "turnN"
            FROM messages m JOIN turns t ON t.id = m.turn_id
            WHERE m.org_id = $1 AND m.id = $2`,
           [orgId, messageId],
         )
-      : [];
+      : { rows: [] };
     if (!rows.length) throw new DalError('not_found', `message ${messageId} not found`);
     return rows[0];
   }

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { Agent, Conversation } from '../records.types';
 import { AGENT_JSON } from './agent.repository';
 import { catalogueSkills } from './skill.repository';
@@ -40,7 +40,8 @@ export class ConversationRepository {
 
   /** Null when the agent is not one of the org's (API: 404 exactly like a missing agent). */
   async create(orgId: string, userId: string, agentId: string): Promise<Conversation | null> {
-    const rows: { id: string }[] = await this.em.query(
+    const { rows } = await runSql<{ id: string }>(
+      this.em,
       `INSERT INTO conversations (org_id, user_id, agent_id)
        SELECT a.org_id, $2, a.id FROM agents a WHERE a.org_id = $1 AND a.id = $3
        RETURNING id`,
@@ -52,7 +53,10 @@ export class ConversationRepository {
   /** For workers, which act for whoever owns the conversation. */
   async get(orgId: string, conversationId: string): Promise<Conversation | null> {
     if (!isUuid(conversationId)) return null;
-    const [row]: Conversation[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<Conversation>(
+      this.em,
       `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.id = $2`,
       [orgId, conversationId],
     );
@@ -62,7 +66,10 @@ export class ConversationRepository {
   /** Another user's conversation reads as missing. */
   async getForUser(orgId: string, userId: string, conversationId: string): Promise<Conversation | null> {
     if (!isUuid(conversationId)) return null;
-    const [row]: Conversation[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<Conversation>(
+      this.em,
       `SELECT ${CONVERSATION_COLUMNS} FROM conversations c
        WHERE c.org_id = $1 AND c.user_id = $2 AND c.id = $3`,
       [orgId, userId, conversationId],
@@ -80,7 +87,9 @@ export class ConversationRepository {
     opts: { userId?: string } = {},
   ): Promise<ConversationWithAgent | null> {
     if (!isUuid(conversationId)) return null;
-    const [row] = await queryPrepared<
+    const {
+      rows: [row],
+    } = await runSql<
       Conversation & { agent: Agent; activeTurnId: string | null; catalogueSkillIds: string[] | null }
     >(
       this.em,
@@ -93,6 +102,7 @@ export class ConversationRepository {
        FROM conversations c JOIN agents a ON a.org_id = c.org_id AND a.id = c.agent_id
        WHERE c.org_id = $1 AND c.id = $2 AND ($3::text IS NULL OR c.user_id = $3)`,
       [orgId, conversationId, opts.userId ?? null],
+      { prepared: true },
     );
     if (!row) return null;
     const { agent, activeTurnId, catalogueSkillIds, ...conversation } = row;
@@ -101,11 +111,13 @@ export class ConversationRepository {
 
   /** Most recently updated first. */
   async listForUser(orgId: string, userId: string): Promise<Conversation[]> {
-    return this.em.query(
+    const { rows } = await runSql<Conversation>(
+      this.em,
       `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2
        ORDER BY c.updated_at DESC, c.id`,
       [orgId, userId],
     );
+    return rows;
   }
 
   /**
@@ -115,7 +127,8 @@ export class ConversationRepository {
    * updated.
    */
   async search(orgId: string, userId: string, query: string, limit: number): Promise<ConversationHit[]> {
-    return this.em.query(
+    const { rows } = await runSql<ConversationHit>(
+      this.em,
       `WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),
        mine AS (SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2),
        titled AS (
@@ -137,6 +150,7 @@ export class ConversationRepository {
        LIMIT $4`,
       [orgId, userId, query, limit],
     );
+    return rows;
   }
 
   /**
@@ -146,7 +160,8 @@ export class ConversationRepository {
   async nameIfUntitled(orgId: string, conversationId: string, title: string): Promise<void> {
     if (!isUuid(conversationId)) return;
     // A title does not make the conversation "recently updated": keep updated_at as it is.
-    await this.em.query(
+    await runSql(
+      this.em,
       `UPDATE conversations SET title = $3 WHERE org_id = $1 AND id = $2 AND title IS NULL`,
       [orgId, conversationId, title],
     );
@@ -164,12 +179,16 @@ export class ConversationRepository {
     if (!isUuid(conversationId)) return null;
     return this.em.transaction(async (em) => {
       // The row's lock waits out a turn being opened on it, so that turn goes too.
-      const [owned]: unknown[] = await em.query(
+      const {
+        rows: [owned],
+      } = await runSql(
+        em,
         `SELECT 1 FROM conversations WHERE org_id = $1 AND user_id = $2 AND id = $3 FOR UPDATE`,
         [orgId, userId, conversationId],
       );
       if (!owned) return null;
-      const [attachments]: [{ id: string }[], number] = await em.query(
+      const { rows: attachments } = await runSql<{ id: string }>(
+        em,
         `DELETE FROM attachments a WHERE a.org_id = $1 AND (
            a.conversation_id = $2
            OR (a.conversation_id IS NULL AND a.user_id = $3
@@ -180,7 +199,7 @@ export class ConversationRepository {
          RETURNING a.id`,
         [orgId, conversationId, userId],
       );
-      await em.query(`DELETE FROM conversations WHERE org_id = $1 AND id = $2`, [orgId, conversationId]);
+      await runSql(em, `DELETE FROM conversations WHERE org_id = $1 AND id = $2`, [orgId, conversationId]);
       return attachments.map((a) => a.id);
     });
   }
@@ -189,10 +208,11 @@ export class ConversationRepository {
   async rename(orgId: string, userId: string, conversationId: string, title: string): Promise<boolean> {
     if (!isUuid(conversationId)) return false;
     // As for a generated title, updated_at stays: a rename does not reorder the list.
-    const [, affected]: [unknown, number] = await this.em.query(
+    const { rowCount } = await runSql(
+      this.em,
       `UPDATE conversations SET title = $4 WHERE org_id = $1 AND user_id = $2 AND id = $3`,
       [orgId, userId, conversationId, title],
     );
-    return affected > 0;
+    return rowCount > 0;
   }
 }

@@ -1,6 +1,6 @@
 import { personRequest, type PersonRequest } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 
 /** A person's message of a regular turn, as it was typed, to be stored as a request. */
 export interface TypedRequest {
@@ -43,7 +43,8 @@ export class PersonRequestRepository {
   async recordStored(opts: { conversationId?: string } = {}): Promise<number> {
     let stored = 0;
     for (;;) {
-      const rows: (TypedRequest & { orgId: string })[] = await this.em.query(
+      const { rows } = await runSql<TypedRequest & { orgId: string }>(
+        this.em,
         `SELECT m.org_id AS "orgId", m.conversation_id AS "conversationId", t.n AS "turnN",
            m.id AS "messageId", min(b.seq)::int AS seq,
            string_agg(b.payload->>'text', E'\\n\\n' ORDER BY b.seq) AS typed,
@@ -76,9 +77,10 @@ export class PersonRequestRepository {
     opts: { before: { turnN: number; seq: number }; limit: number },
   ): Promise<StoredRequest[]> {
     if (!isUuid(conversationId)) return [];
-    const rows: StoredRequest[] = await this.em.transaction(async (em) => {
-      await em.query('SET LOCAL enable_bitmapscan = off');
-      return em.query(
+    const { rows } = await this.em.transaction(async (em) => {
+      await runSql(em, 'SET LOCAL enable_bitmapscan = off');
+      return runSql<StoredRequest>(
+        em,
         `SELECT turn_n AS "turnN", seq, message_id AS "messageId", text, tokens FROM person_requests
          WHERE conversation_id = $2 AND org_id = $1 AND turn_n <= $3 AND (turn_n < $3 OR seq < $4)
          ORDER BY turn_n DESC, seq DESC LIMIT $5`,
@@ -91,7 +93,8 @@ export class PersonRequestRepository {
   private async insert(requests: readonly (TypedRequest & { orgId: string })[]): Promise<void> {
     if (requests.length === 0) return;
     const made = requests.map((r) => ({ ...r, ...personRequest(r.typed, r.steering) }));
-    await this.em.query(
+    await runSql(
+      this.em,
       `INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
        SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[])
        ON CONFLICT (message_id) DO NOTHING`,

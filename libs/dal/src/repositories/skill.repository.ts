@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { SkillEntity } from '../entities/skill.entity';
 import type { Skill } from '../records.types';
 
@@ -34,7 +34,10 @@ export class SkillRepository {
 
   /** Creates the skill, or updates the one with the same slug in the org (its id stays). */
   async upsert(orgId: string, skill: SkillInput): Promise<Skill> {
-    const [{ id }] = await this.em.query(
+    const {
+      rows: [{ id }],
+    } = await runSql<{ id: string }>(
+      this.em,
       `INSERT INTO skills (org_id, slug, name, description, instructions, visibility, owner_id, status, published)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (org_id, slug) DO UPDATE SET
@@ -59,7 +62,8 @@ export class SkillRepository {
 
   /** Inserts a new skill; null when the org already has one with this slug (nothing is changed). */
   async create(orgId: string, skill: SkillInput): Promise<Skill | null> {
-    const rows: { id: string }[] = await this.em.query(
+    const { rows } = await runSql<{ id: string }>(
+      this.em,
       `INSERT INTO skills (org_id, slug, name, description, instructions, visibility, owner_id, status, published)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (org_id, slug) DO NOTHING RETURNING id`,
@@ -80,7 +84,10 @@ export class SkillRepository {
 
   async get(orgId: string, skillId: string): Promise<Skill | null> {
     if (!isUuid(skillId)) return null;
-    const [row]: Skill[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<Skill>(
+      this.em,
       `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.id = $2`,
       [orgId, skillId],
     );
@@ -88,17 +95,21 @@ export class SkillRepository {
   }
 
   async getMany(orgId: string, skillIds: string[]): Promise<Skill[]> {
-    return this.em.query(
+    const { rows } = await runSql<Skill>(
+      this.em,
       `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.id = ANY($2::uuid[])`,
       [orgId, skillIds.filter(isUuid)],
     );
+    return rows;
   }
 
   async findBySlugs(orgId: string, slugs: string[]): Promise<Skill[]> {
-    return this.em.query(
+    const { rows } = await runSql<Skill>(
+      this.em,
       `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.slug = ANY($2::text[])`,
       [orgId, slugs],
     );
+    return rows;
   }
 
   async update(orgId: string, skillId: string, patch: SkillPatch): Promise<Skill | null> {
@@ -109,20 +120,24 @@ export class SkillRepository {
 
   /** Skills the user can see: visible to the org, or private and owned by the user. */
   async listVisible(orgId: string, userId: string): Promise<Skill[]> {
-    return this.em.query(
+    const { rows } = await runSql<Skill>(
+      this.em,
       `SELECT ${SKILL_COLUMNS} FROM skills s
        WHERE s.org_id = $1 AND (s.visibility = 'org' OR (s.visibility = 'private' AND s.owner_id = $2))
        ORDER BY s.slug`,
       [orgId, userId],
     );
+    return rows;
   }
 
   /** The agent's catalogue for a user (SPEC 6): bound, visible, active and published, in bind order. */
   async listCatalogue(orgId: string, userId: string, agentId: string): Promise<Skill[]> {
-    return queryPrepared<Skill>(
+    const { rows } = await runSql<Skill>(
       this.em,
       `SELECT ${SKILL_COLUMNS} FROM ${catalogueSkills('$1', '$2', '$3')} ORDER BY b.position`,
       [orgId, agentId, userId],
+      { prepared: true },
     );
+    return rows;
   }
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { ToolResultEntity } from '../entities/tool-result.entity';
 import { DalError } from '../errors';
 import { toToolResult } from '../mappers/records.mapper';
@@ -20,7 +20,8 @@ export class ToolResultRepository {
   /** Stores a call's whole result; idempotent per (turn, call id): a second save returns the first. */
   async save(orgId: string, input: { turnId: string; callId: string; content: string }): Promise<ToolResult> {
     if (isUuid(input.turnId)) {
-      await this.em.query(
+      await runSql(
+        this.em,
         `INSERT INTO tool_results (ref, org_id, conversation_id, turn_id, call_id, content)
          SELECT $3, t.org_id, t.conversation_id, t.id, $4, $5 FROM turns t WHERE t.org_id = $1 AND t.id = $2
          ON CONFLICT (turn_id, call_id) DO NOTHING`,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Turn, TurnKind, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { TURN_COLUMNS } from './turn.repository';
 
 export interface ClaimedTurn {
@@ -68,7 +68,7 @@ export class TurnLeaseRepository {
   ): Promise<ClaimedTurn | null> {
     if (!isUuid(turnId)) return null;
     // The locked read keeps the status the turn had, which RETURNING alone cannot tell.
-    const rows = await queryPrepared<Turn & { from: TurnStatus; callMessageId: string | null }>(
+    const { rows } = await runSql<Turn & { from: TurnStatus; callMessageId: string | null }>(
       this.em,
       `WITH prev AS (
          SELECT id AS prev_id, status AS prev_status, org_id AS prev_org_id,
@@ -87,6 +87,7 @@ export class TurnLeaseRepository {
        ${callMessageCtes('$6')}
        SELECT claimed.*, (SELECT ${CALL_MESSAGE_ID} FROM held) AS "callMessageId" FROM claimed`,
       [orgId, turnId, owner, leaseMs, opts.kind ?? null, opts.callMessage ? randomUUID() : null],
+      { prepared: true },
     );
     if (!rows.length) return null;
     const { from, callMessageId, ...turn } = rows[0];
@@ -100,7 +101,9 @@ export class TurnLeaseRepository {
    */
   async callMessage(orgId: string, turnId: string, owner: string): Promise<CallMessage | null> {
     if (!isUuid(turnId)) return null;
-    const [row] = await queryPrepared<CallMessage>(
+    const {
+      rows: [row],
+    } = await runSql<CallMessage>(
       this.em,
       `WITH held AS (
          SELECT id, org_id, conversation_id, cancel_requested_at IS NOT NULL AS cancelled FROM turns
@@ -108,6 +111,7 @@ export class TurnLeaseRepository {
        ${callMessageCtes('$4')}
        SELECT held.cancelled AS "cancelRequested", ${CALL_MESSAGE_ID} FROM held`,
       [orgId, turnId, owner, randomUUID()],
+      { prepared: true },
     );
     return row ?? null;
   }
@@ -115,12 +119,13 @@ export class TurnLeaseRepository {
   /** Hands a running turn back: it stays `running` with no lease, so the next claim takes it at once. */
   async releaseLease(orgId: string, turnId: string, owner: string): Promise<boolean> {
     if (!isUuid(turnId)) return false;
-    const [, count] = await this.em.query(
+    const { rowCount } = await runSql(
+      this.em,
       `UPDATE turns SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
        WHERE org_id = $1 AND id = $2 AND status = 'running' AND lease_owner = $3`,
       [orgId, turnId, owner],
     );
-    return count > 0;
+    return rowCount > 0;
   }
 
   /**
@@ -130,7 +135,8 @@ export class TurnLeaseRepository {
    * re-reads each turn with its org id. Reads the partial index of open turns.
    */
   async listStranded(opts: { idleMs: number; limit: number }): Promise<{ orgId: string; turnId: string }[]> {
-    return this.em.query(
+    const { rows } = await runSql<{ orgId: string; turnId: string }>(
+      this.em,
       `SELECT org_id AS "orgId", id AS "turnId" FROM turns
        WHERE status IN ('queued', 'running', 'paused')
          AND (status = 'queued' OR (status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now()))
@@ -139,16 +145,18 @@ export class TurnLeaseRepository {
        ORDER BY updated_at LIMIT $2`,
       [opts.idleMs, opts.limit],
     );
+    return rows;
   }
 
   /** Extends a held lease; false when the worker no longer holds it. */
   async renewLease(orgId: string, turnId: string, owner: string, leaseMs: number): Promise<boolean> {
     if (!isUuid(turnId)) return false;
-    const [, count] = await this.em.query(
+    const { rowCount } = await runSql(
+      this.em,
       `UPDATE turns SET lease_expires_at = now() + $4 * interval '1 millisecond'
        WHERE org_id = $1 AND id = $2 AND status = 'running' AND lease_owner = $3`,
       [orgId, turnId, owner, leaseMs],
     );
-    return count > 0;
+    return rowCount > 0;
   }
 }

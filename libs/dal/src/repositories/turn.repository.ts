@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Block, Effort, Message, TextBlock, Turn, TurnKind, TurnStatus } from '@portal/domain';
 import { personRequest } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
-import { type Db, isPgError, isUuid, managerOf, queryPrepared } from '../db.util';
+import { type Db, isPgError, isUuid, managerOf, runSql } from '../db.util';
 import { DalError } from '../errors';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
 import type { McpToolSnapshot, UsageRow } from '../records.types';
@@ -105,7 +105,7 @@ export class TurnRepository {
     try {
       // One statement: the conversation row's lock (the number bump) also serialises concurrent
       // creators of the same conversation.
-      const rows = await queryPrepared<{ n: number }>(
+      const { rows } = await runSql<{ n: number }>(
         this.em,
         `WITH bumped AS (
            UPDATE conversations SET last_turn_n = last_turn_n + 1, updated_at = now()
@@ -145,6 +145,7 @@ export class TurnRepository {
           request?.tokens ?? null,
           input.afterTurnN ?? null,
         ],
+        { prepared: true },
       );
       if (!rows.length) return null;
       turn.n = rows[0].n;
@@ -159,25 +160,33 @@ export class TurnRepository {
 
   async get(orgId: string, turnId: string): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
-    const [row] = await queryPrepared<Turn>(
+    const {
+      rows: [row],
+    } = await runSql<Turn>(
       this.em,
       `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND id = $2`,
       [orgId, turnId],
+      { prepared: true },
     );
     return row ?? null;
   }
 
   async listForConversation(orgId: string, conversationId: string): Promise<Turn[]> {
     if (!isUuid(conversationId)) return [];
-    return this.em.query(
+    const { rows } = await runSql<Turn>(
+      this.em,
       `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND conversation_id = $2 ORDER BY n`,
       [orgId, conversationId],
     );
+    return rows;
   }
 
   async getLatest(orgId: string, conversationId: string): Promise<Turn | null> {
     if (!isUuid(conversationId)) return null;
-    const [row]: Turn[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<Turn>(
+      this.em,
       `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND conversation_id = $2 ORDER BY n DESC LIMIT 1`,
       [orgId, conversationId],
     );
@@ -187,7 +196,10 @@ export class TurnRepository {
   /** The conversation's queued, running or paused turn, if any (there is at most one). */
   async getActive(orgId: string, conversationId: string): Promise<Turn | null> {
     if (!isUuid(conversationId)) return null;
-    const [row]: Turn[] = await this.em.query(
+    const {
+      rows: [row],
+    } = await runSql<Turn>(
+      this.em,
       `SELECT ${TURN_COLUMNS} FROM turns WHERE org_id = $1 AND conversation_id = $2 AND status = ANY($3)`,
       [orgId, conversationId, ACTIVE],
     );
@@ -206,7 +218,7 @@ export class TurnRepository {
     opts: { error?: string | null; from?: TurnStatus[]; contextTokens?: number } = {},
   ): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
-    const rows = await queryPrepared<Turn>(
+    const { rows } = await runSql<Turn>(
       this.em,
       `UPDATE turns SET status = $3, updated_at = now(),
          error = CASE WHEN $4 THEN $5 ELSE error END,
@@ -224,6 +236,7 @@ export class TurnRepository {
         opts.contextTokens ?? null,
         opts.from ?? null,
       ],
+      { prepared: true },
     );
     return rows[0] ?? null;
   }
@@ -234,7 +247,8 @@ export class TurnRepository {
    */
   async requestCancel(orgId: string, turnId: string): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
-    const [rows]: [Turn[], number] = await this.em.query(
+    const { rows } = await runSql<Turn>(
+      this.em,
       `UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
        WHERE org_id = $1 AND id = $2 AND status = ANY($3) RETURNING ${TURN_COLUMNS}`,
       [orgId, turnId, ACTIVE],
@@ -294,7 +308,9 @@ export class TurnRepository {
            AND cancel_requested_at IS NULL AND steering_count = $17 FOR UPDATE),`
       : '';
     const when = seen ? 'EXISTS (SELECT 1 FROM guard)' : undefined;
-    const [row] = await queryPrepared<{ held: boolean; blocks: (BlockRow & { seq: number })[] | null }>(
+    const {
+      rows: [row],
+    } = await runSql<{ held: boolean; blocks: (BlockRow & { seq: number })[] | null }>(
       this.em,
       `WITH ${guard}
        block AS (${insertBlocksSql({ org: '$1', turn: '$2', message: '$3', records: '$4', when })}),
@@ -325,6 +341,7 @@ export class TurnRepository {
         status?.from ?? [],
         ...(seen ? [seen.owner, seen.steeringCount] : []),
       ],
+      { prepared: true },
     );
     return row?.held ? (row.blocks ?? []).map(toBlock) : null;
   }
@@ -334,7 +351,9 @@ export class TurnRepository {
    * took the turn over meanwhile may have stored one): the stored one is returned.
    */
   async saveMcpTools(orgId: string, turnId: string, snapshot: McpToolSnapshot): Promise<McpToolSnapshot> {
-    const [row] = await queryPrepared<{ mcpTools: McpToolSnapshot }>(
+    const {
+      rows: [row],
+    } = await runSql<{ mcpTools: McpToolSnapshot }>(
       this.em,
       `WITH saved AS (
          UPDATE turns SET mcp_tools = $3 WHERE org_id = $1 AND id = $2 AND mcp_tools IS NULL
@@ -342,6 +361,7 @@ export class TurnRepository {
        SELECT COALESCE((SELECT mcp_tools FROM saved),
          (SELECT mcp_tools FROM turns WHERE org_id = $1 AND id = $2)) AS "mcpTools"`,
       [orgId, turnId, JSON.stringify(snapshot)],
+      { prepared: true },
     );
     return row?.mcpTools ?? snapshot;
   }
@@ -349,10 +369,11 @@ export class TurnRepository {
   /** Each call on the turn's own model overwrites this with its input tokens. */
   async setContextTokens(orgId: string, turnId: string, contextTokens: number): Promise<void> {
     if (!isUuid(turnId)) return;
-    await queryPrepared(
+    await runSql(
       this.em,
       `UPDATE turns SET context_tokens = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
       [orgId, turnId, contextTokens],
+      { prepared: true },
     );
   }
 
@@ -362,12 +383,15 @@ export class TurnRepository {
    */
   async lockForUpdate(orgId: string, turnId: string): Promise<LockedTurn | null> {
     if (!isUuid(turnId)) return null;
-    const [row] = await queryPrepared<Turn & Omit<LockedTurn, 'turn'>>(
+    const {
+      rows: [row],
+    } = await runSql<Turn & Omit<LockedTurn, 'turn'>>(
       this.em,
       `SELECT ${TURN_COLUMNS}, lease_owner AS "leaseOwner", cancel_requested_at IS NOT NULL AS "cancelRequested",
          COALESCE(lease_owner IS NOT NULL AND lease_expires_at > now(), false) AS "leaseLive"
        FROM turns WHERE org_id = $1 AND id = $2 FOR UPDATE`,
       [orgId, turnId],
+      { prepared: true },
     );
     if (!row) return null;
     const { leaseOwner, leaseLive, cancelRequested, ...turn } = row;

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf, queryPrepared } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { UsageRowEntity } from '../entities/usage-row.entity';
 import { toUsageRow } from '../mappers/records.mapper';
 import type { UsageRow } from '../records.types';
@@ -31,7 +31,7 @@ export class UsageRepository {
    */
   async add(orgId: string, row: UsageRow & { callKey?: string }): Promise<boolean> {
     if (!isUuid(row.turnId)) return false;
-    const inserted = await queryPrepared(
+    const { rows: inserted } = await runSql(
       this.em,
       `${insertUsageSql({ org: '$1', turn: '$2', first: 3 })} RETURNING id`,
       [
@@ -45,6 +45,7 @@ export class UsageRepository {
         row.cost,
         row.callKey ?? null,
       ],
+      { prepared: true },
     );
     return inserted.length > 0;
   }
@@ -52,7 +53,8 @@ export class UsageRepository {
   /** Each turn's usage summed (tokens and cost of all its calls), for the turns of a conversation that have some. */
   async totalsForConversation(orgId: string, conversationId: string): Promise<Map<string, UsageTotals>> {
     if (!isUuid(conversationId)) return new Map();
-    const rows: (UsageTotals & { turnId: string })[] = await this.em.query(
+    const { rows } = await runSql<UsageTotals & { turnId: string }>(
+      this.em,
       `SELECT u.turn_id AS "turnId", sum(u.input_tokens)::int AS "inputTokens",
          sum(u.output_tokens)::int AS "outputTokens", sum(u.cached_tokens)::int AS "cachedTokens",
          sum(u.cost)::float8 AS cost

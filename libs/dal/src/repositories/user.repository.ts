@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { IsNull, type EntityManager } from 'typeorm';
 import { hashApiKey } from '../api-key.util';
-import { type Db, managerOf } from '../db.util';
+import { type Db, managerOf, runSql } from '../db.util';
 import { DalError } from '../errors';
 import { ApiKeyEntity } from '../entities/api-key.entity';
 import { UserEntity } from '../entities/user.entity';
@@ -34,7 +34,8 @@ export class UserRepository {
    * users created by a sign-in are not the file's to remove. Returns the removed ids.
    */
   async removeUnlisted(orgId: string, listed: readonly string[]): Promise<string[]> {
-    const rows: { id: string }[] = await this.em.query(
+    const { rows } = await runSql<{ id: string }>(
+      this.em,
       `UPDATE users SET removed_at = now()
         WHERE org_id = $1 AND origin = 'file' AND removed_at IS NULL AND NOT (id = ANY($2::text[]))
         RETURNING id`,
@@ -42,7 +43,7 @@ export class UserRepository {
     );
     const ids = rows.map((r) => r.id);
     if (ids.length)
-      await this.em.query(`DELETE FROM api_keys WHERE org_id = $1 AND user_id = ANY($2)`, [orgId, ids]);
+      await runSql(this.em, `DELETE FROM api_keys WHERE org_id = $1 AND user_id = ANY($2)`, [orgId, ids]);
     return ids;
   }
 
@@ -56,7 +57,8 @@ export class UserRepository {
     role: UserRole | null,
     defaultRole: UserRole,
   ): Promise<User | null> {
-    const rows: { role: UserRole; removed: boolean }[] = await this.em.query(
+    const { rows } = await runSql<{ role: UserRole; removed: boolean }>(
+      this.em,
       `INSERT INTO users (org_id, id, role, origin) VALUES ($1, $2, $3, 'oidc')
        ON CONFLICT (org_id, id) DO UPDATE SET role = COALESCE($4, users.role)
        RETURNING role, removed_at IS NOT NULL AS removed`,

@@ -1,7 +1,7 @@
 import type { CompactionBlock, MemoryWindow, Message, TurnKind, TurnStatus } from '@portal/domain';
 import { DEFAULT_LIMITS } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf } from '../db.util';
+import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
 import { MESSAGE_BLOCK_COLUMNS, messagesOf } from './block.repository';
 
@@ -69,11 +69,14 @@ export class WindowRepository {
     // then those from the summary's turn on: the same turns as asking for the newest `limit` from
     // the summary's turn on, read with the index backwards whatever the planner guesses of the
     // summary's turn.
-    const [row]: {
+    const {
+      rows: [row],
+    } = await runSql<{
       summary: (BlockRow & { turnN: number }) | null;
       turns: { id: string; n: number; kind: TurnKind; status: TurnStatus }[] | null;
       rows: Parameters<typeof messagesOf>[0] | null;
-    }[] = await this.em.query(
+    }>(
+      this.em,
       `WITH summary AS (
          SELECT id, seq, kind, payload, turn_n AS "turnN" FROM blocks
          WHERE conversation_id = $2 AND kind = 'compaction' AND turn_n < $3 AND org_id = $1
