@@ -2,8 +2,6 @@ import type { MessagePort } from 'node:worker_threads';
 
 /** What a reader thread is started with (its workerData); it serves one document at a time. */
 export interface ReaderSetup {
-  pdfjsUrl: string;
-  pdfjsWorkerUrl: string;
   standardFontDataUrl: string;
   cMapUrl: string;
   /** Largest typed array (in bytes) the thread may allocate; see PDF_MAX_ARRAY_SHARE. */
@@ -31,9 +29,9 @@ type Port = Pick<MessagePort, 'postMessage' | 'on'>;
 
 /**
  * The PDF reader's thread: answers `open` (the document's page count, outline and whether it is
- * encrypted), `pages` (their text) and `close`, for one document after another. It runs from its
- * source text (see pdf.repository.ts), so it must stay self-contained: no import, no helper from
- * outside this function. Answers the requests in the order they came, one at a time.
+ * encrypted), `pages` (their text) and `close`, for one document after another. The worker
+ * (pdf-reader.worker.ts) runs it once pdf.js has loaded; tests give it a pdf.js of their own.
+ * Answers the requests in the order they came, one at a time.
  */
 export function pdfReaderThread(pdfjs: Pdfjs, setup: ReaderSetup, port: Port): void {
   const post = (msg: ReaderMessage) => port.postMessage(msg);

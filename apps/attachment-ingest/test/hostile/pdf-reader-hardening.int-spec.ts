@@ -53,8 +53,6 @@ describe('the reader options', () => {
       },
     };
     const setup: ReaderSetup = {
-      pdfjsUrl: 'unused',
-      pdfjsWorkerUrl: 'unused',
       standardFontDataUrl: '/fonts/',
       cMapUrl: '/cmaps/',
       maxArrayBytes: 1024,

@@ -12,7 +12,7 @@ import {
   type PdfBody,
 } from './pdf.writer';
 
-/** What a PDF that the reader refuses fails with (apps/attachment-ingest media/pdf.repository.ts). */
+/** What a PDF that the reader refuses fails with (apps/attachment-ingest media/reader-thread.ts and pdf-document.ts). */
 export const PDF_REASON =
   /^(not a valid PDF|the PDF (cannot be opened|is encrypted|has no pages|has \d+ pages|needs more than|reader (failed|stopped))|reading the PDF took longer)/;
 
