@@ -13,7 +13,7 @@ import {
   type BlobStore,
 } from '@portal/dal';
 import { BullMqClient, createQueueMicroservice, WORKER_OPTIONS } from '@portal/queue';
-import { createLogger, NestPinoLogger, PortalMetrics } from '@portal/observability';
+import { createLogger, PortalMetrics } from '@portal/observability';
 import { captureLogs, createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { AppModule } from './app.module';
 import { readConfig } from './config';
@@ -38,7 +38,7 @@ beforeAll(async () => {
   const config = readConfig({ DATABASE_URL: db.url, REDIS_URL: redisUrl, PORTAL_PREFIX: prefix });
   app = await createQueueMicroservice(AppModule.forRoot(config), {
     queues: [QueueName.Attachments],
-    logger: new NestPinoLogger(createLogger({ name: 'attachment-ingest', destination: logs.destination })),
+    logger: createLogger({ name: 'attachment-ingest', destination: logs.destination }),
   });
   await app.listen();
 });

@@ -2,19 +2,20 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifyMultipart from '@fastify/multipart';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { LoggerService, LogLevel } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { Logger as PinoLogger } from 'pino';
+import { Logger, PinoLogger } from 'nestjs-pino';
+import type { Logger as Pino } from 'pino';
 import { buildOpenApiDocument, QueueName } from '@portal/contracts';
 import { BullMqClient } from '@portal/queue';
 import {
   createLogger,
-  NestPinoLogger,
   PortalMetrics,
-  runWithLogContext,
+  withLogger,
   type LogFields,
+  type RequestLogOptions,
 } from '@portal/observability';
 import { registerQueueBoard } from './admin/queue-board.util';
 import { AppModule } from './app.module';
@@ -28,13 +29,14 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 /**
  * The gateway app, configured but not listening: `listen` runs the bootstrap file first
  * (BootstrapService runs at init). Shared by main and the tests. Logs are JSON lines on `log`
- * (default: a pino logger on stdout; silent when `logger` is false), Nest's own included.
+ * (default: a pino logger on stdout; silent when `logger` is false), Nest's own and one per request
+ * (nestjs-pino, pino-http) included.
  */
 export async function createGatewayApp(
   config: GatewayConfig,
   options: {
-    logger?: LoggerService | LogLevel[] | false;
-    log?: PinoLogger;
+    logger?: false;
+    log?: Pino;
     /** Told of every route as Fastify registers it (the test that holds the OpenAPI document to them). */
     onRoute?: (route: RouteOptions) => void;
   } = {},
@@ -43,7 +45,7 @@ export async function createGatewayApp(
     options.log ??
     createLogger({ name: 'gateway', level: options.logger === false ? 'silent' : config.logLevel });
   const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.forRoot(config),
+    withLogger(AppModule.forRoot(config), log, REQUEST_LOG),
     new FastifyAdapter({
       bodyLimit: BODY_LIMIT_BYTES,
       frameworkErrors: (err: Error, _request: FastifyRequest, reply: FastifyReply) => {
@@ -52,19 +54,26 @@ export async function createGatewayApp(
       },
     }),
     // Throw instead of exiting, so main reports the cause in one line and tests see the error.
-    { logger: options.logger ?? new NestPinoLogger(log), abortOnError: false, bodyParser: false },
+    // Nest's lines wait for the JSON logger, which needs the app's injector.
+    { bufferLogs: true, abortOnError: false, bodyParser: false },
   );
+  app.useLogger(app.get(Logger));
   const fastify = app.getHttpAdapter().getInstance();
   if (options.onRoute) fastify.addHook('onRoute', options.onRoute);
   acceptJsonOnly(fastify);
   const metrics = app.get(MetricsService);
   const queues = app.get(BullMqClient);
   app.get(PortalMetrics).watchQueues(Object.values(QueueName).map((name) => queues.queue(name)));
-  // Every line logged while a request is handled carries its ids (the guard adds the org and user).
-  fastify.addHook('preHandler', (request, _reply, done) => runWithLogContext(requestIds(request), done));
+  // The route and its ids on the request's lines and on its own line (the guard adds the caller),
+  // from the first hook after nestjs-pino's: a request refused by a later hook or by the body parser
+  // is logged with its route too.
+  const requestLog = await app.resolve(PinoLogger);
+  fastify.addHook('onRequest', (request, _reply, done) => {
+    requestLog.assign(requestIds(request));
+    done();
+  });
   fastify.addHook('onResponse', async (request, reply) => {
     metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
-    logRequest(log, request, reply);
   });
   await app.register(fastifyHelmet, SECURITY_HEADERS);
   await registerQueueBoard(app, config);
@@ -104,31 +113,40 @@ const SECURITY_HEADERS = {
   referrerPolicy: { policy: 'no-referrer' as const },
 };
 
-/** The request's id and, on a conversation's or a turn's route, that id. */
+/** The route and, on a conversation's or a turn's route, that id. */
 function requestIds(request: FastifyRequest): LogFields {
-  const route = request.routeOptions.url ?? '';
+  const route = request.routeOptions.url;
   const { id } = (request.params ?? {}) as { id?: string };
   return {
-    reqId: request.id,
-    conversationId: route.startsWith('/v1/conversations/:id') ? id : undefined,
-    turnId: route.startsWith('/v1/turns/:id') ? id : undefined,
+    route: route ?? 'unmatched',
+    conversationId: route?.startsWith('/v1/conversations/:id') ? id : undefined,
+    turnId: route?.startsWith('/v1/turns/:id') ? id : undefined,
   };
 }
 
-/** One line per request: route, status, time and who; probes and scrapes at debug level. */
-function logRequest(log: PinoLogger, request: FastifyRequest, reply: FastifyReply): void {
-  const route = request.routeOptions.url ?? 'unmatched';
-  const quiet = route.startsWith('/health/') || route === '/metrics';
-  log[quiet ? 'debug' : 'info']({
-    msg: 'request',
-    ...requestIds(request),
-    orgId: request.principal?.orgId,
-    userId: request.principal?.userId,
-    method: request.method,
-    route,
-    status: reply.statusCode,
-    durationMs: Math.round(reply.elapsedTime),
-  });
+/**
+ * One line per request (pino-http): `request`, method, status and time, with the reqId, route and
+ * caller bound to it; probes and scrapes at debug level. No headers or URL: a query may hold a
+ * person's search words.
+ */
+const REQUEST_LOG: RequestLogOptions = {
+  quietReqLogger: true,
+  quietResLogger: true,
+  customLogLevel: (req) => (isProbe(req) ? 'debug' : 'info'),
+  customSuccessMessage: () => 'request',
+  customErrorMessage: () => 'request',
+  customSuccessObject: requestLine,
+  customErrorObject: (req, res, _err, value) => requestLine(req, res, value),
+};
+
+function requestLine(req: IncomingMessage, res: ServerResponse, value: { responseTime: number }) {
+  return { method: req.method, status: res.statusCode, durationMs: value.responseTime };
+}
+
+/** By the path as it came: middleware may have shortened `url` (@fastify/middie keeps `originalUrl`). */
+function isProbe(req: IncomingMessage & { originalUrl?: string }): boolean {
+  const path = (req.originalUrl ?? req.url ?? '').split('?')[0];
+  return path.startsWith('/health/') || path === '/metrics';
 }
 
 /**

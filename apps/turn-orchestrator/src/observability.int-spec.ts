@@ -2,7 +2,7 @@ import { QueueName } from '@portal/contracts';
 import type { INestMicroservice } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { BullMqClient, JobRecord } from '@portal/queue';
-import { createLogger, NestPinoLogger, PortalMetrics } from '@portal/observability';
+import { createLogger, PortalMetrics } from '@portal/observability';
 import { captureLogs } from '@portal/testing';
 import { ORG, startHarness, type Harness } from '../test/turn.harness';
 
@@ -16,9 +16,7 @@ const logs = captureLogs();
 
 beforeAll(async () => {
   h = await startHarness();
-  worker = await h.startWorker(
-    new NestPinoLogger(createLogger({ name: 'turn-orchestrator', destination: logs.destination })),
-  );
+  worker = await h.startWorker(createLogger({ name: 'turn-orchestrator', destination: logs.destination }));
 });
 afterAll(async () => {
   await h?.close();

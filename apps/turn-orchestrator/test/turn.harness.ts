@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { INestApplicationContext, INestMicroservice, LoggerService } from '@nestjs/common';
+import type { INestApplicationContext, INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { cancelChannel, QueueName, type PortalEvent, readRedisUrl } from '@portal/contracts';
 import {
@@ -27,6 +27,7 @@ import {
   type TestDatabase,
 } from '@portal/testing';
 import IORedis from 'ioredis';
+import type { Logger } from 'pino';
 import { AppModule } from '../src/app.module';
 import { readConfig, type TurnOrchestratorConfig } from '../src/config';
 import { RetryPolicy } from '../src/turn/retry-policy.service';
@@ -49,8 +50,11 @@ export interface Harness {
   redis: IORedis;
   /** Every retry wait asked for, in ms. */
   waits: number[];
-  /** A turn-orchestrator consuming the `turns` queue, as it boots, beside `app` (closed with it). */
-  startWorker(logger?: LoggerService): Promise<INestMicroservice>;
+  /**
+   * A turn-orchestrator consuming the `turns` queue, as it boots, beside `app` (closed with it),
+   * logging to `logger` (a `createLogger` logger) or not at all.
+   */
+  startWorker(logger?: Logger): Promise<INestMicroservice>;
   /** `busy`: another worker holds the turn's live lease. */
   run(turnId: string, shutdown?: AbortSignal): Promise<'busy' | undefined>;
   openTurn(opts?: OpenTurn): Promise<{ turnId: string; conversationId: string }>;

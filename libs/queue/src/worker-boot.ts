@@ -1,12 +1,14 @@
-import type { DynamicModule, INestMicroservice, LoggerService, LogLevel, Type } from '@nestjs/common';
+import type { DynamicModule, INestMicroservice, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { AsyncMicroserviceOptions } from '@nestjs/microservices';
+import { Logger } from 'nestjs-pino';
+import type { Logger as Pino } from 'pino';
 import type { QueueName } from '@portal/contracts';
 import {
   createLogger,
-  NestPinoLogger,
   PortalMetrics,
   startHealthServer,
+  withLogger,
   type ReadinessCheck,
 } from '@portal/observability';
 import { BullMqClient } from './bullmq.client';
@@ -17,18 +19,26 @@ import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
 /**
  * A worker as a Nest microservice on the BullMQ transport, consuming `queues` once `listen()` is
  * called. `module` imports QueueModule; its `@EventPattern` handlers are checked at `listen()`.
+ * `logger`: a `createLogger` logger, Nest's lines included (nestjs-pino); false: none; default
+ * Nest's console.
  */
 export async function createQueueMicroservice(
   module: Type<unknown> | DynamicModule,
-  options: { queues: QueueName[]; logger?: LoggerService | LogLevel[] | false },
+  options: { queues: QueueName[]; logger?: Pino | false },
 ): Promise<INestMicroservice> {
-  const app = await NestFactory.createMicroservice<AsyncMicroserviceOptions>(module, {
-    logger: options.logger,
-    inject: [QUEUE_CONNECTION, PortalMetrics],
-    useFactory: (connection: QueueConnectionOptions, metrics: PortalMetrics) => ({
-      strategy: new BullMqServer({ ...connection, queues: options.queues }, metrics),
-    }),
-  });
+  const { logger } = options;
+  const app = await NestFactory.createMicroservice<AsyncMicroserviceOptions>(
+    logger ? withLogger(module, logger) : module,
+    {
+      // Nest's lines wait for the JSON logger, which needs the app's injector.
+      ...(logger ? { bufferLogs: true } : { logger }),
+      inject: [QUEUE_CONNECTION, PortalMetrics],
+      useFactory: (connection: QueueConnectionOptions, metrics: PortalMetrics) => ({
+        strategy: new BullMqServer({ ...connection, queues: options.queues }, metrics),
+      }),
+    },
+  );
+  if (logger) app.useLogger(app.get(Logger));
   app.useGlobalFilters(new JobErrorFilter());
   return app;
 }
@@ -56,10 +66,7 @@ export interface WorkerBootOptions {
 export async function bootWorker(options: WorkerBootOptions): Promise<INestMicroservice> {
   const deadlineMs = options.shutdownDeadlineMs;
   const log = createLogger({ name: options.name, level: options.logLevel });
-  const app = await createQueueMicroservice(options.module, {
-    queues: options.queues,
-    logger: new NestPinoLogger(log),
-  });
+  const app = await createQueueMicroservice(options.module, { queues: options.queues, logger: log });
   const client = app.get(BullMqClient);
   const metrics = app.get(PortalMetrics);
   metrics.collectDefaults(`portal_${options.name.replace(/-/g, '_')}_`);

@@ -1,9 +1,10 @@
 import { Inject, Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { PinoLogger } from 'nestjs-pino';
 import type { UserRole } from '@portal/dal';
 import { DomainError } from '@portal/domain';
-import { addLogContext } from '@portal/observability';
+import type { LogFields } from '@portal/observability';
 import { Authenticator } from '../auth/authenticator.service';
 import { PUBLIC_KEY, ROLES_KEY } from './auth.decorator';
 import { RateLimiter } from './rate-limit';
@@ -14,6 +15,7 @@ export class AuthGuard implements CanActivate {
   constructor(
     @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(Authenticator) private readonly auth: Authenticator,
+    @Inject(PinoLogger) private readonly log: PinoLogger,
     @Optional() @Inject(RateLimiter) private readonly rateLimit?: RateLimiter,
   ) {}
 
@@ -26,7 +28,8 @@ export class AuthGuard implements CanActivate {
     // Per key, before the role check: a key past its window gets 429 on every route it calls.
     if (apiKey) await this.rateLimit?.enforce(apiKey, context.switchToHttp().getResponse<FastifyReply>());
     request.principal = principal;
-    addLogContext({ orgId: principal.orgId, userId: principal.userId });
+    // On the request's lines from here on, and on its own line.
+    this.log.assign({ orgId: principal.orgId, userId: principal.userId } satisfies LogFields);
 
     const roles = this.reflector.getAllAndOverride<UserRole[] | undefined>(ROLES_KEY, targets);
     if (roles && !roles.includes(principal.role)) {

@@ -1,7 +1,5 @@
 import { Writable } from 'node:stream';
-import { Logger } from '@nestjs/common';
 import { addLogContext, createLogger, logContext, runWithLogContext } from './logger.util';
-import { NestPinoLogger } from './nest-logger.service';
 
 /** A pino logger whose lines land in `lines`, parsed. */
 function captured() {
@@ -66,35 +64,5 @@ describe('createLogger', () => {
     logContext(log, { orgId: 'acme', conversationId: 'c-1', turnId: undefined }).warn('hi');
     expect(lines[0]).toMatchObject({ level: 'warn', orgId: 'acme', conversationId: 'c-1', msg: 'hi' });
     expect(lines[0]).not.toHaveProperty('turnId');
-  });
-});
-
-describe('NestPinoLogger', () => {
-  afterEach(() => Logger.overrideLogger(false));
-
-  it("turns Nest's `new Logger(context)` calls into JSON lines with the context", () => {
-    const { lines, log } = captured();
-    Logger.overrideLogger(new NestPinoLogger(log));
-    const logger = new Logger('TurnRunner');
-    logger.log('started');
-    logger.warn('lease lost');
-    logger.error('broke', 'Error: broke\n    at here');
-    logger.log({ msg: 'run-turn completed', durationMs: 5 });
-    expect(lines).toEqual([
-      expect.objectContaining({ level: 'info', context: 'TurnRunner', msg: 'started' }),
-      expect.objectContaining({ level: 'warn', context: 'TurnRunner', msg: 'lease lost' }),
-      expect.objectContaining({
-        level: 'error',
-        context: 'TurnRunner',
-        msg: 'broke',
-        stack: expect.any(String),
-      }),
-      expect.objectContaining({
-        level: 'info',
-        context: 'TurnRunner',
-        msg: 'run-turn completed',
-        durationMs: 5,
-      }),
-    ]);
   });
 });

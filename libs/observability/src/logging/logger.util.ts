@@ -10,7 +10,8 @@ export interface LogFields {
   attachmentId?: string;
   queue?: string;
   jobId?: string;
-  reqId?: string;
+  /** Gateway only: the route's pattern (`/v1/turns/:id`), `unmatched` when none. */
+  route?: string;
 }
 
 /**
@@ -49,7 +50,8 @@ export interface CreateLoggerOptions {
 
 /**
  * A pino logger writing one JSON object per line: ISO time, level as a word, the app's name, the
- * ids of the job or request being handled (see `runWithLogContext`), secrets and texts redacted.
+ * ids of the job being handled (see `runWithLogContext`), secrets and texts redacted. A request's
+ * ids are bound by nestjs-pino instead (`withLogger`, `PinoLogger.assign`).
  */
 export function createLogger(options: CreateLoggerOptions): Logger {
   const config: LoggerOptions = {
@@ -68,7 +70,10 @@ export function runWithLogContext<T>(fields: LogFields, fn: () => T): T {
   return context.run({ ...context.getStore(), ...definedOnly(fields) }, fn);
 }
 
-/** Adds ids learnt midway (the org once the key is checked, the conversation once read). */
+/**
+ * Adds ids learnt midway (the conversation once read); outside `runWithLogContext` it does nothing,
+ * so code a test calls directly logs as it would in a job.
+ */
 export function addLogContext(fields: LogFields): void {
   const store = context.getStore();
   if (store) Object.assign(store, definedOnly(fields));
