@@ -1,0 +1,533 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { Queue, Worker, type JobsOptions } from 'bullmq';
+import Fastify from 'fastify';
+import IORedis from 'ioredis';
+import OpenAI from 'openai';
+import { Client, Pool } from 'pg';
+import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import type { ApiClient, EventSubscription } from '@portal/testing';
+import { figure, numberArg as arg, percentile, runMain } from './stats.util';
+
+/**
+ * `npm run bench:turn-floor`: the least a one-call turn of the target design can cost on this
+ * machine, built from the libraries the portal uses (Fastify, pg, BullMQ, ioredis, openai) and none
+ * of its code, so `npm run bench:turns` can be read against it (the same figure names, the same
+ * method). Two child processes:
+ *
+ * - the "gateway": POST message = one statement (one transaction, one round trip) inserting the
+ *   queued turn and the message, then `Queue.add`, then 202; GET events = an SSE stream fed by one
+ *   shared ioredis SUBSCRIBE connection;
+ * - the "orchestrator": a BullMQ Worker claiming the turn with one `UPDATE … RETURNING` joined to
+ *   the messages of the last 20 turns, the `openai` SDK streaming from the fake model, one statement
+ *   storing the answer + a usage row + settling the turn, the events in one pipelined PUBLISH.
+ *
+ * Left out, as parts of the portal rather than of the floor: API-key and conversation lookups,
+ * agents and skills, titles, logging, tracing, metrics, replayable (stream) events.
+ * Options as bench:turns: `--turns=N`, `--concurrency=N`, `--per-conversation=N`.
+ */
+
+const TURNS = arg('turns', 200);
+const CONCURRENCY = arg('concurrency', 20);
+const PER_CONVERSATION = arg('per-conversation', 15);
+/** As bench:turns: a new conversation every 20 sequential turns (the claim reads 20 turns back). */
+const LATENCY_TURNS_PER_CONVERSATION = 20;
+const WARM_UP_TURNS = 20;
+/** Issue #29. */
+const TARGETS = { addedP50Ms: 8, addedP99Ms: 25, turnsPerSecond: 180, cpuPerTurnMs: 6 };
+const AUTH = 'Bearer pk_floor';
+const QUEUE = 'turns';
+// The portal's turn options (libs/queue/src/job-options.ts), copied: they are the design's.
+const JOB_OPTIONS: JobsOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 500 },
+  removeOnComplete: 1000,
+  removeOnFail: 5000,
+};
+const WORKER_OPTIONS = { concurrency: 20, lockDuration: 4_000, stalledInterval: 2_000, maxStalledCount: 5 };
+
+// --- Schema and statements (the real tables' shape: libs/dal/src/migrations) ---------------------
+
+const SCHEMA = `
+CREATE TABLE turns (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  conversation_id uuid NOT NULL,
+  n integer NOT NULL,
+  status text NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed')),
+  effort text NOT NULL,
+  model text NOT NULL,
+  mcp_tools jsonb,
+  attempt integer NOT NULL DEFAULT 0,
+  lease_expires_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (conversation_id, n)
+);
+CREATE UNIQUE INDEX turns_one_active_idx ON turns (conversation_id) WHERE status IN ('queued', 'running');
+-- The message's blocks live in its jsonb: one row per message, the floor of messages + blocks.
+CREATE TABLE messages (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  conversation_id uuid NOT NULL,
+  turn_id uuid NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+  turn_n integer NOT NULL,
+  seq integer NOT NULL,
+  role text NOT NULL CHECK (role IN ('user', 'assistant')),
+  content jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (turn_id, seq)
+);
+CREATE INDEX messages_window_idx ON messages (conversation_id, turn_n);
+CREATE TABLE usage_rows (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  turn_id uuid NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+  kind text NOT NULL,
+  model text NOT NULL,
+  input_tokens integer NOT NULL,
+  output_tokens integer NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX usage_rows_turn_idx ON usage_rows (turn_id);`;
+
+/** $1 conversation, $2 content. A second active turn breaks turns_one_active_idx (409). */
+const OPEN_TURN = `
+WITH turn AS (
+  INSERT INTO turns (conversation_id, n, status, effort, model)
+  SELECT $1, coalesce(max(n), 0) + 1, 'queued', 'low', 'fast' FROM turns WHERE conversation_id = $1
+  RETURNING id, n)
+INSERT INTO messages (conversation_id, turn_id, turn_n, seq, role, content)
+SELECT $1, id, n, 0, 'user', $2::jsonb FROM turn RETURNING turn_id`;
+
+/** $1 turn. No rows: the turn is not queued (settled, or another attempt holds it). */
+const CLAIM = `
+WITH claimed AS (
+  UPDATE turns SET status = 'running', attempt = attempt + 1,
+         lease_expires_at = now() + interval '4 seconds', updated_at = now()
+   WHERE id = $1 AND status = 'queued'
+  RETURNING conversation_id, n, model)
+SELECT c.conversation_id, c.model, m.role, m.content
+  FROM claimed c JOIN messages m ON m.conversation_id = c.conversation_id AND m.turn_n > c.n - 20
+ ORDER BY m.turn_n, m.seq`;
+
+/** $1 turn, $2 answer content, $3 input tokens, $4 output tokens. */
+const SETTLE = `
+WITH settled AS (
+  UPDATE turns SET status = 'completed', lease_expires_at = NULL, updated_at = now()
+   WHERE id = $1 AND status = 'running'
+  RETURNING id, conversation_id, n, model),
+answer AS (
+  INSERT INTO messages (conversation_id, turn_id, turn_n, seq, role, content)
+  SELECT conversation_id, id, n, 1, 'assistant', $2::jsonb FROM settled)
+INSERT INTO usage_rows (turn_id, kind, model, input_tokens, output_tokens)
+SELECT id, 'turn', model, $3, $4 FROM settled`;
+
+// --- The two services (child processes: this file with `gateway` or `orchestrator`) -------------
+
+const env = (name: string) => process.env[name] ?? '';
+const channelOf = (conversationId: string) => `${env('FLOOR_PREFIX')}:events:${conversationId}`;
+/** idleTimeoutMillis 0: a backend that exits mid-run would take its CPU time out of the count. */
+const pool = () => new Pool({ connectionString: env('FLOOR_DB'), max: 10, idleTimeoutMillis: 0 });
+const redis = (options = {}) => new IORedis(env('REDIS_URL'), options);
+
+async function gateway(): Promise<number> {
+  const db = pool();
+  const queue = new Queue(QUEUE, { connection: redis(), prefix: env('FLOOR_PREFIX') });
+  const subscriber = redis();
+  const streams = new Map<string, { clients: Set<ServerResponse>; subscribed: Promise<unknown> }>();
+  let eventId = 0;
+  subscriber.on('message', (channel: string, message: string) => {
+    for (const res of streams.get(channel)?.clients ?? [])
+      res.write(`id: ${++eventId}\ndata: ${message}\n\n`);
+  });
+
+  const app = Fastify();
+  const params = { type: 'object', properties: { id: { type: 'string', format: 'uuid' } } };
+  app.post<{ Params: { id: string }; Body: { text: string } }>(
+    '/v1/conversations/:id/messages',
+    {
+      schema: {
+        params,
+        body: {
+          type: 'object',
+          required: ['text'],
+          properties: { text: { type: 'string', maxLength: 20_000 } },
+        },
+        response: { 202: { type: 'object', properties: { turnId: { type: 'string' } } } },
+      },
+    },
+    async (req, reply) => {
+      if (req.headers.authorization !== AUTH) return reply.code(401).send();
+      const content = JSON.stringify([{ kind: 'text', text: req.body.text }]);
+      const opened = await db
+        .query({ name: 'open', text: OPEN_TURN, values: [req.params.id, content] })
+        .catch((err: { code?: string }) => (err.code === '23505' ? null : Promise.reject(err)));
+      if (!opened) return reply.code(409).send();
+      const turnId = opened.rows[0].turn_id as string;
+      await queue.add('turn', { turnId }, { ...JOB_OPTIONS, jobId: turnId });
+      return reply.code(202).send({ turnId });
+    },
+  );
+  app.get<{ Params: { id: string } }>(
+    '/v1/conversations/:id/events',
+    { schema: { params } },
+    async (req, reply) => {
+      if (req.headers.authorization !== AUTH) return reply.code(401).send();
+      const channel = channelOf(req.params.id);
+      let stream = streams.get(channel);
+      if (!stream)
+        streams.set(channel, (stream = { clients: new Set(), subscribed: subscriber.subscribe(channel) }));
+      // Headers only once subscribed: a client that has them may post, and will see every event.
+      await stream.subscribed;
+      reply.hijack();
+      const res = reply.raw;
+      stream.clients.add(res);
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.flushHeaders();
+      res.on('close', () => {
+        stream.clients.delete(res);
+        if (stream.clients.size === 0 && streams.get(channel) === stream) {
+          streams.delete(channel);
+          void subscriber.unsubscribe(channel);
+        }
+      });
+    },
+  );
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return (app.server.address() as AddressInfo).port;
+}
+
+type ChatRequest = Omit<ChatCompletionCreateParamsStreaming, 'stream' | 'stream_options'>;
+
+/** One streamed model call, the orchestrator's and the baseline's alike. */
+async function streamAnswer(model: OpenAI, request: ChatRequest) {
+  const stream = await model.chat.completions.create({
+    ...request,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let usage: OpenAI.CompletionUsage | undefined;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? '';
+    usage = chunk.usage ?? usage;
+  }
+  if (!text) throw new Error('the model answered nothing');
+  return { text, usage };
+}
+
+async function orchestrator(): Promise<number> {
+  const db = pool();
+  const publisher = redis();
+  const model = new OpenAI({ baseURL: env('FLOOR_MODEL_URL'), apiKey: 'none', maxRetries: 0 });
+  const runTurn = async (turnId: string) => {
+    const claimed = await db.query({ name: 'claim', text: CLAIM, values: [turnId] });
+    if (claimed.rows.length === 0) return;
+    const channel = channelOf(claimed.rows[0].conversation_id);
+    // Not awaited before the model call: one connection keeps the order of the events.
+    const running = publisher.publish(
+      channel,
+      JSON.stringify({ type: 'turn_state', status: 'running', turnId }),
+    );
+    const { text, usage } = await streamAnswer(model, {
+      model: claimed.rows[0].model,
+      messages: [
+        { role: 'system', content: 'Answer briefly.' },
+        ...claimed.rows.map((r: { role: 'user' | 'assistant'; content: { text: string }[] }) => ({
+          role: r.role,
+          content: r.content.map((b) => b.text).join(''),
+        })),
+      ],
+    });
+    const block = { kind: 'text', seq: 1, text };
+    const values = [
+      turnId,
+      JSON.stringify([block]),
+      usage?.prompt_tokens ?? 0,
+      usage?.completion_tokens ?? 0,
+    ];
+    const settled = await db.query({ name: 'settle', text: SETTLE, values });
+    if (settled.rowCount !== 1) throw new Error(`turn ${turnId} was no longer running`);
+    await running;
+    await publisher
+      .pipeline()
+      .publish(channel, JSON.stringify({ type: 'block_finished', turnId, block }))
+      .publish(channel, JSON.stringify({ type: 'turn_finished', turnId, status: 'completed' }))
+      .exec();
+  };
+  const worker = new Worker(QUEUE, (job) => runTurn(job.data.turnId), {
+    connection: redis({ maxRetriesPerRequest: null }),
+    prefix: env('FLOOR_PREFIX'),
+    ...WORKER_OPTIONS,
+  });
+  await worker.waitUntilReady();
+  return 0;
+}
+
+/** Starts this file as `role` and resolves with its process once it says it is ready. */
+function startChild(
+  role: string,
+  childEnv: Record<string, string>,
+): Promise<{ child: ChildProcess; port: number }> {
+  // Under tsx's loader like this process (it only compiles at load time; the run is plain Node).
+  const child = fork(__filename, [role], { env: { ...process.env, ...childEnv }, stdio: 'inherit' });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve({ child, port: m.port }));
+    child.once('exit', (code) => reject(new Error(`${role} exited (${code}) before it was ready`)));
+  });
+}
+
+// --- The bench (the parent process) --------------------------------------------------------------
+
+interface TurnSample {
+  marker: string;
+  postedAt: number;
+  acceptedAt: number;
+  latencyMs: number;
+  status: string;
+}
+
+/** As bench:turns' client: an SSE stream kept open, then POST and wait for turn_finished on it. */
+async function turn(api: ApiClient, conversation: string, events: EventSubscription, marker: string) {
+  const from = events.events.length;
+  const postedAt = performance.now();
+  const res = await api.post(`/v1/conversations/${conversation}/messages`, {
+    text: `[bench:${marker}] Say OK.`,
+  });
+  const acceptedAt = performance.now();
+  if (res.status !== 202) throw new Error(`message: ${res.status} ${JSON.stringify(res.body)}`);
+  const finish = await events.waitFor(
+    (e) => e.data.type === 'turn_finished' && e.data.turnId === res.body.turnId,
+    {
+      from,
+      timeoutMs: 30_000,
+    },
+  );
+  return {
+    marker,
+    postedAt,
+    acceptedAt,
+    latencyMs: performance.now() - postedAt,
+    status: finish.data.status,
+  };
+}
+
+async function main(): Promise<void> {
+  // Imported here, not at the top: the children load this file and must hold none of the portal.
+  const { ApiClient, startFakeOpenAI, subscribeEvents } = await import('@portal/testing');
+  const { cpuMs, cpuMsOfAll, ownCpuMs, redisCommandsSoFar, redisServerPid } = await import('./cpu.util');
+  const { startTimingProxy } = await import('./timing-proxy.util');
+
+  const serverUrl = new URL(process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/portal');
+  const dbName = `turn_floor_${randomUUID().slice(0, 8)}`;
+  const admin = new Client({ connectionString: new URL('/postgres', serverUrl).href });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const dbUrl = new URL(`/${dbName}`, serverUrl).href;
+  const prefix = `floor-${randomUUID().slice(0, 8)}`;
+  const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+  const fake = await startFakeOpenAI({ defaultResponder: () => 'OK.' });
+  const proxy = await startTimingProxy(fake.baseURL, (body) => ({
+    marker: [...body.toString('utf8').matchAll(/\[bench:([\w-]+)\]/g)].at(-1)?.[1] ?? null,
+  }));
+  const pg = new Client({ connectionString: dbUrl });
+  const children: ChildProcess[] = [];
+  const streams: EventSubscription[] = [];
+  try {
+    await pg.connect();
+    await pg.query(SCHEMA);
+    const childEnv = {
+      FLOOR_DB: dbUrl,
+      FLOOR_PREFIX: prefix,
+      FLOOR_MODEL_URL: proxy.url,
+      REDIS_URL: redisUrl,
+    };
+    const gw = await startChild('gateway', childEnv);
+    const orch = await startChild('orchestrator', childEnv);
+    children.push(gw.child, orch.child);
+    const baseURL = `http://127.0.0.1:${gw.port}`;
+    const api = new ApiClient(baseURL, AUTH.slice('Bearer '.length));
+    const open = async () => {
+      const id = randomUUID();
+      const events = await subscribeEvents(`${baseURL}/v1/conversations/${id}/events`, api.apiKey!);
+      streams.push(events);
+      return { id, events };
+    };
+    const redisPid = await redisServerPid();
+    /** CPU ms so far per process, as bench:turns counts them, and Redis's command count. */
+    const accounts = async () => {
+      const backends = await pg.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      );
+      return {
+        redisCommands: await redisCommandsSoFar(),
+        cpu: {
+          gateway: cpuMs(gw.child.pid),
+          'turn-orchestrator': cpuMs(orch.child.pid),
+          'postgres (bench db backends)': cpuMsOfAll(backends.rows.map((r) => r.pid)),
+          'redis (whole server)': cpuMs(redisPid ?? undefined),
+          'bench client + fake model': ownCpuMs(),
+        } as Record<string, number | null>,
+      };
+    };
+    type Accounts = Awaited<ReturnType<typeof accounts>>;
+    const cpuPerTurn = (before: Accounts, after: Accounts, turns: number) =>
+      Object.keys(after.cpu).map((name): [string, number] => {
+        const [a, b] = [after.cpu[name], before.cpu[name]];
+        return [name, a === null || b === null ? NaN : (a - b) / turns];
+      });
+
+    console.log(
+      `load average at start: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
+    let warm = await open();
+    for (let i = 0; i < WARM_UP_TURNS; i++) await turn(api, warm.id, warm.events, `warm-${i}`);
+
+    // 1. Baseline (bench:turns' method): the floor's last model request, replayed by the SDK straight
+    //    to the fake (through the proxy).
+    const { stream: _s, stream_options: _o, ...request } = fake.requests.at(-1)!.body;
+    const direct = new OpenAI({ baseURL: proxy.url, apiKey: 'none', maxRetries: 0 });
+    const baseTimes: number[] = [];
+    for (let i = -20; i < TURNS; i++) {
+      const t0 = performance.now();
+      await streamAnswer(direct, request);
+      if (i >= 0) baseTimes.push(performance.now() - t0); // the first 20 warm the connection and the JIT
+    }
+
+    // 2. Latency: one turn at a time.
+    const beforeSequential = await accounts();
+    const sequential: TurnSample[] = [];
+    for (let i = 0; i < TURNS; i++) {
+      if (i % LATENCY_TURNS_PER_CONVERSATION === 0) warm = await open();
+      sequential.push(await turn(api, warm.id, warm.events, `seq-${i}`));
+    }
+    const afterSequential = await accounts();
+    const modelMs = new Map(proxy.timings.filter((t) => t.marker).map((t) => [t.marker!, t.ms]));
+    const latencies = sequential.map((s) => s.latencyMs);
+    const addedPerTurn = sequential.map((s) => s.latencyMs - (modelMs.get(s.marker) ?? NaN));
+
+    // 3. Throughput: CONCURRENCY conversations, each sending its turns one after another.
+    const parallel = await Promise.all(Array.from({ length: CONCURRENCY }, open));
+    await Promise.all(parallel.map((c, i) => turn(api, c.id, c.events, `tp-warm-${i}`)));
+    const beforeLoad = await accounts();
+    const started = performance.now();
+    const loaded = (
+      await Promise.all(
+        parallel.map(async (c, ci) => {
+          const out: TurnSample[] = [];
+          for (let i = 0; i < PER_CONVERSATION; i++)
+            out.push(await turn(api, c.id, c.events, `tp-${ci}-${i}`));
+          return out;
+        }),
+      )
+    ).flat();
+    const wallMs = performance.now() - started;
+    const afterLoad = await accounts();
+    const turnsPerSecond = loaded.length / (wallMs / 1000);
+
+    // --- Report: bench:turns' figure names, the issue's targets beside them ----------------------
+    const fmt = (ms: number) => figure(ms).padStart(8);
+    const W = 58;
+    const row = (label: string, values: number[], target = '') =>
+      console.log(
+        `${label.padEnd(W)}${fmt(percentile(values, 50))}${fmt(percentile(values, 99))}${fmt(Math.max(...values))}${target}`,
+      );
+    const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    const addedP50 = percentile(addedPerTurn, 50);
+    const addedP99 = percentile(addedPerTurn, 99);
+    console.log(`\n${'(ms)'.padEnd(W)}${'p50'.padStart(8)}${'p99'.padStart(8)}${'max'.padStart(8)}   target`);
+    row(`baseline: openai SDK stream to the fake (${baseTimes.length})`, baseTimes);
+    row(
+      `  model call as the proxy saw the floor's`,
+      sequential.map((s) => modelMs.get(s.marker) ?? NaN),
+    );
+    row(`floor: POST → turn_finished received (${sequential.length})`, latencies);
+    row(
+      `  POST answered (202)`,
+      sequential.map((s) => s.acceptedAt - s.postedAt),
+    );
+    const pX = (p: number) => fmt(percentile(latencies, p) - percentile(baseTimes, p));
+    console.log(`${'added: floor pX − baseline pX'.padEnd(W)}${pX(50)}${pX(99)}`);
+    row(
+      `added per turn: latency − its model call`,
+      addedPerTurn,
+      `   p50 < ${TARGETS.addedP50Ms}, p99 < ${TARGETS.addedP99Ms}`,
+    );
+    row(
+      `under load (${CONCURRENCY} conversations): latency`,
+      loaded.map((s) => s.latencyMs),
+    );
+    console.log(
+      `throughput: ${loaded.length} turns in ${(wallMs / 1000).toFixed(2)} s over ${CONCURRENCY} conversations = ${turnsPerSecond.toFixed(1)} turns/s   (target ≥ ${TARGETS.turnsPerSecond})`,
+    );
+    const failed = [...sequential, ...loaded].filter((s) => s.status !== 'completed').length;
+    console.log(`turns not completed: ${failed}`);
+
+    const seqCpu = cpuPerTurn(beforeSequential, afterSequential, sequential.length);
+    const loadCpu = cpuPerTurn(beforeLoad, afterLoad, loaded.length);
+    console.log(
+      `\nCPU time per turn (ms; /proc user+system)${''.padEnd(W - 41)}${'seq'.padStart(8)}${'load'.padStart(8)}`,
+    );
+    seqCpu.forEach(([name, ms], i) => console.log(`  ${name.padEnd(W - 2)}${fmt(ms)}${fmt(loadCpu[i][1])}`));
+    const floorCpu = loadCpu
+      .filter(([n]) => !n.startsWith('bench') && !n.startsWith('redis'))
+      .reduce((t, [, ms]) => t + ms, 0);
+    console.log(
+      `  => gateway + orchestrator + Postgres: ${floorCpu.toFixed(1)} ms of CPU per turn under load: at most ~${(1000 / floorCpu).toFixed(0)} turns/s per core   (target ≤ ${TARGETS.cpuPerTurnMs})`,
+    );
+    const commands = (a: Accounts, b: Accounts, turns: number) => (a.redisCommands - b.redisCommands) / turns;
+    console.log(
+      `  ${'Redis commands run (whole server)'.padEnd(W - 2)}${fmt(commands(afterSequential, beforeSequential, sequential.length))}${fmt(commands(afterLoad, beforeLoad, loaded.length))}`,
+    );
+    console.log(
+      `\ntargets (issue #29): added p50 < ${TARGETS.addedP50Ms} ms: ${verdict(addedP50 < TARGETS.addedP50Ms)}; ` +
+        `added p99 < ${TARGETS.addedP99Ms} ms: ${verdict(addedP99 < TARGETS.addedP99Ms)}; ` +
+        `≥ ${TARGETS.turnsPerSecond} turns/s: ${verdict(turnsPerSecond >= TARGETS.turnsPerSecond)}; ` +
+        `CPU per turn ≤ ${TARGETS.cpuPerTurnMs} ms: ${verdict(floorCpu <= TARGETS.cpuPerTurnMs)}`,
+    );
+    console.log(
+      `load average at end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
+  } finally {
+    for (const s of streams) s.close();
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(
+      children.map((c) => new Promise((r) => (c.exitCode !== null ? r(0) : c.once('exit', r)))),
+    );
+    await pg.end().catch(() => undefined);
+    // The queue's keys: SCAN, not KEYS, as the Redis is shared.
+    const keys = new IORedis(redisUrl);
+    let cursor = '0';
+    do {
+      const [next, found] = await keys.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (found.length) await keys.del(...found);
+      cursor = next;
+    } while (cursor !== '0');
+    keys.disconnect();
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+    proxy.server.closeAllConnections();
+    proxy.server.close();
+    await fake.close();
+  }
+}
+
+const role = process.argv[2];
+if (role === 'gateway' || role === 'orchestrator') {
+  // A child: says it is ready (with its port), and ends with the bench (SIGTERM or a lost parent).
+  process.on('SIGTERM', () => process.exit(0));
+  process.on('disconnect', () => process.exit(0));
+  (role === 'gateway' ? gateway() : orchestrator()).then(
+    (port) => process.send!({ port }),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+} else if (require.main === module) runMain(main);
