@@ -1,3 +1,4 @@
+import { ConversationId, OrgId } from '@portal/domain';
 import { performance } from 'node:perf_hooks';
 import type { DataSource } from 'typeorm';
 import {
@@ -57,7 +58,7 @@ const RUNS = arg('runs', 5);
 const LENGTHS = (process.argv.find((a) => a.startsWith('--lengths='))?.split('=')[1] ?? '50,2000,5000')
   .split(',')
   .map(Number);
-const ORG = 'bench'; // seedConversation's org, agent `researcher` (model `gpt-test`), user alice
+const ORG = OrgId('bench'); // seedConversation's org, agent `researcher` (model `gpt-test`), user alice
 const API_KEY = 'pk_bench_compaction_alice';
 
 // --- Timing proxy in front of the fake model -------------------------------------------------
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
       }
     }
     const nextOf = async (conversationId: string, run: number) => {
-      await settledTurn(db, ORG, conversationId, {
+      await settledTurn(db, ORG, ConversationId(conversationId), {
         text: `One more question ${run}`,
         blocks: [answer(`Answer ${run}.`)],
       });

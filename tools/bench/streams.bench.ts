@@ -1,3 +1,4 @@
+import { ConversationId } from '@portal/domain';
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -128,7 +129,9 @@ async function turn(api: ApiClient, c: Conversation): Promise<number> {
 async function served(redis: IORedis, prefix: string, conversations: Conversation[]): Promise<number> {
   let ok = 0;
   for (const c of conversations) {
-    const stored = (await redis.xrange(conversationEventsKey(prefix, c.id), '-', '+')).map(([id]) => id);
+    const stored = (await redis.xrange(conversationEventsKey(prefix, ConversationId(c.id)), '-', '+')).map(
+      ([id]) => id,
+    );
     for (const s of c.subscribers) if (s.events.map((e) => e.id).join() === stored.join()) ok++;
   }
   return ok;
@@ -256,7 +259,7 @@ async function stalledReader(portal: RunningPortal, api: ApiClient) {
   const count = Math.ceil((STALL_MB * 1_000_000) / text.length);
   try {
     for (let i = 0; i < count; i++)
-      await writer.publish(c.id, { type: 'text_delta', turnId: 'stall', blockId: 'b', text });
+      await writer.publish(ConversationId(c.id), { type: 'text_delta', turnId: 'stall', blockId: 'b', text });
     await settle(2000);
   } finally {
     clearInterval(sampler);

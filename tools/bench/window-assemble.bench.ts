@@ -1,5 +1,12 @@
 import { deepStrictEqual, equal, match } from 'node:assert/strict';
-import { assertInvariants, type Block, type MemoryWindow, type TurnTranscript } from '@portal/domain';
+import {
+  assertInvariants,
+  type Block,
+  ConversationId,
+  type MemoryWindow,
+  OrgId,
+  type TurnTranscript,
+} from '@portal/domain';
 import { replayedTurns, resolveLimits, shownCalls } from '@portal/prompt';
 import {
   type BenchRow,
@@ -24,7 +31,7 @@ import { newConversation, QueryLog, seedOrg, type PlanNode } from '../../libs/da
  * The bench database is created fresh (migrated like the test databases) and dropped at the end.
  */
 
-const ORG = 'bench';
+const ORG = OrgId('bench');
 const LENGTHS = [100, 10_000];
 /** Timed store reads and timed assemblies (each cold and warm) per conversation. */
 const RUNS = 50;
@@ -129,7 +136,7 @@ export async function seedConversation(ds: DataSource, length: number, requestTa
     );
   });
   // The person's requests, as the gateway stores them with each message.
-  await new PersonRequestRepository(ds).recordStored({ conversationId });
+  await new PersonRequestRepository(ds).recordStored({ conversationId: conversationId });
   return conversationId;
 }
 
@@ -155,7 +162,7 @@ function shape(turn: TurnTranscript) {
  */
 async function verifySeed(ds: DataSource, conversationId: string, length: number): Promise<void> {
   const turnsReplayed = resolveLimits().TURNS_REPLAYED;
-  const window = await new WindowRepository(ds).readWindow(ORG, conversationId, {
+  const window = await new WindowRepository(ds).readWindow(ORG, ConversationId(conversationId), {
     turnsReplayed,
     beforeTurnN: length + 1,
   });
@@ -202,7 +209,7 @@ function postgresWindowLoader(ds: DataSource, conversations: Map<number, string>
   return (length) => {
     const conversationId = conversations.get(length);
     if (!conversationId) throw new Error(`no seeded conversation of ${length} turns`);
-    return repo.readWindow(ORG, conversationId, { turnsReplayed, beforeTurnN: length + 1 });
+    return repo.readWindow(ORG, ConversationId(conversationId), { turnsReplayed, beforeTurnN: length + 1 });
   };
 }
 
@@ -257,9 +264,9 @@ async function explainWindowRead(url: string, conversationId: string, length: nu
   try {
     const repo = new WindowRepository(logged);
     const opts = { turnsReplayed: resolveLimits().TURNS_REPLAYED, beforeTurnN: length + 1 };
-    await repo.readWindow(ORG, conversationId, opts); // warm the caches
+    await repo.readWindow(ORG, ConversationId(conversationId), opts); // warm the caches
     log.queries = [];
-    await repo.readWindow(ORG, conversationId, opts);
+    await repo.readWindow(ORG, ConversationId(conversationId), opts);
     const queries = [...log.queries];
     console.log(`\nreadWindow at ${length} turns: ${queries.length} statements`);
     for (const [i, q] of queries.entries()) {

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { AttachmentManifest } from '@portal/domain';
+import type { AttachmentManifest, ConversationId } from '@portal/domain';
 import type { ConversationEvents } from '@portal/queue';
 
 /**
@@ -10,7 +10,7 @@ export class AttachmentEvents {
 
   constructor(private readonly events: ConversationEvents) {}
 
-  async progress(conversationId: string | null, attachment: AttachmentManifest): Promise<void> {
+  async progress(conversationId: ConversationId | null, attachment: AttachmentManifest): Promise<void> {
     if (conversationId === null) return;
     try {
       await this.events.publish(conversationId, { type: 'attachment_progress', attachment });

@@ -1,3 +1,4 @@
+import { AttachmentId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
 import { AttachmentRepository, decodeText, PDF_TYPE, wholeTextChars, type PageText } from '@portal/dal';
 import { inSpan, SPAN } from '@portal/observability';
@@ -120,7 +121,10 @@ export class DocumentIngestService {
     };
     const save = async (pages: PageText[], pagesRead: number, unreadable: number[]) => {
       const manifest = await inSpan(SPAN.ingestStore, { 'portal.pages.count': pages.length }, () =>
-        this.attachments.savePages(orgId, attachment.id, pages, { pagesRead, unreadablePages: unreadable }),
+        this.attachments.savePages(orgId, AttachmentId(attachment.id), pages, {
+          pagesRead,
+          unreadablePages: unreadable,
+        }),
       );
       if (!manifest) throw new Error(`attachment ${attachment.id} is gone`);
       if (performance.now() - publishedAt >= progressMs) {
@@ -161,7 +165,7 @@ export class DocumentIngestService {
     const manifest = await inSpan(SPAN.ingestStore, { 'portal.pages.count': batch.length }, () =>
       this.attachments.savePages(
         orgId,
-        attachment.id,
+        AttachmentId(attachment.id),
         batch,
         {
           status: 'finished',

@@ -1,12 +1,12 @@
 import type { ManifestPatch } from '@portal/dal';
-import type { AttachmentManifest } from '@portal/domain';
+import type { AttachmentManifest, ConversationId, OrgId } from '@portal/domain';
 
 /** One attachment being read, as the handler hands it to the picture and document services. */
 export interface IngestContext {
-  orgId: string;
+  orgId: OrgId;
   attachment: AttachmentManifest;
   /** Where it was uploaded, if anywhere: whose model reduces a picture, where progress is published. */
-  conversationId: string | null;
+  conversationId: ConversationId | null;
   /** The model of that conversation's agent, which reads a picture (null without a conversation). */
   model: string | null;
   /** Aborted when the worker shuts down: stop between pages and hand the job back. */

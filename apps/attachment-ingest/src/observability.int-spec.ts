@@ -1,3 +1,4 @@
+import { AttachmentId, OrgId, UserId } from '@portal/domain';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { INestMicroservice } from '@nestjs/common';
@@ -19,7 +20,7 @@ import { AppModule } from './app.module';
 import { readConfig } from './config';
 import { threadsPerPicture } from './media/image.repository';
 
-const ORG = 'acme';
+const ORG = OrgId('acme');
 const redisUrl = readRedisUrl(process.env);
 const prefix = `test-ingest-obs-${randomBytes(4).toString('hex')}`;
 /** A document's words: stored as its pages, never logged. */
@@ -34,7 +35,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   attachments = new AttachmentRepository(db.dataSource);
   await new OrgRepository(db.dataSource).upsert(ORG);
-  await new UserRepository(db.dataSource).upsert(ORG, 'alice', 'member');
+  await new UserRepository(db.dataSource).upsert(ORG, UserId('alice'), 'member');
   const config = readConfig({ DATABASE_URL: db.url, REDIS_URL: redisUrl, PORTAL_PREFIX: prefix });
   app = await createQueueMicroservice(AppModule.forRoot(config), {
     queues: [QueueName.Attachments],
@@ -58,10 +59,12 @@ async function ingest(bytes: Buffer, filename: string): Promise<string> {
   const type = detectAttachmentType(bytes);
   if (!type.ok) throw new Error(type.reason);
   const id = randomUUID();
-  await app.get<BlobStore>(BLOB_STORE).put({ orgId: ORG, attachmentId: id, variant: 'original' }, bytes);
+  await app
+    .get<BlobStore>(BLOB_STORE)
+    .put({ orgId: ORG, attachmentId: AttachmentId(id), variant: 'original' }, bytes);
   await attachments.create(ORG, {
     id,
-    userId: 'alice',
+    userId: UserId('alice'),
     conversationId: null,
     kind: type.kind,
     filename,
@@ -71,7 +74,7 @@ async function ingest(bytes: Buffer, filename: string): Promise<string> {
   });
   await lastValueFrom(app.get(BullMqClient).emit(QueueName.Attachments, { orgId: ORG, attachmentId: id }));
   for (let i = 0; i < 200; i++) {
-    const status = (await attachments.getManifest(ORG, id))?.status;
+    const status = (await attachments.getManifest(ORG, AttachmentId(id)))?.status;
     if (status === 'finished' || status === 'failed') break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -84,10 +87,10 @@ async function ingest(bytes: Buffer, filename: string): Promise<string> {
 describe('ingesting a document from the queue', () => {
   it('logs JSON lines with the org and attachment, never the text; counts duration and failures', async () => {
     const id = await ingest(Buffer.from(DOCUMENT_TEXT), 'plant.txt');
-    expect(await attachments.getManifest(ORG, id)).toMatchObject({ status: 'finished' });
-    expect(await attachments.getPage(ORG, id, 1)).toBe(DOCUMENT_TEXT);
+    expect(await attachments.getManifest(ORG, AttachmentId(id))).toMatchObject({ status: 'finished' });
+    expect(await attachments.getPage(ORG, AttachmentId(id), 1)).toBe(DOCUMENT_TEXT);
     const broken = await ingest(Buffer.from('%PDF-1.7\nnot really a pdf'), 'broken.pdf');
-    expect(await attachments.getManifest(ORG, broken)).toMatchObject({ status: 'failed' });
+    expect(await attachments.getManifest(ORG, AttachmentId(broken))).toMatchObject({ status: 'failed' });
 
     const lines = logs.lines();
     expect(lines).toContainEqual(

@@ -20,7 +20,17 @@ import {
   type NewBlock,
 } from '@portal/dal';
 import { bulkTurns } from '@portal/dal/testing';
-import { checkTurn, type CompactionBlock, type Turn, type TurnStatus } from '@portal/domain';
+import {
+  AgentId,
+  checkTurn,
+  type CompactionBlock,
+  ConversationId,
+  OrgId,
+  type Turn,
+  TurnId,
+  type TurnStatus,
+  UserId,
+} from '@portal/domain';
 import { priceUsage, type ModelEntry } from '@portal/model';
 import {
   leftOutRequests,
@@ -45,7 +55,7 @@ import {
 import { AppModule } from './app.module';
 import { CompactHandler } from './compact.handler';
 
-const ORG = 'acme';
+const ORG = OrgId('acme');
 const MODEL: ModelEntry = {
   id: 'fake-model',
   model: 'fake-model',
@@ -78,9 +88,9 @@ beforeAll(async () => {
   SMALL.baseURL = fake.baseURL;
   const ds = db.dataSource;
   await new OrgRepository(ds).upsert(ORG);
-  await new UserRepository(ds).upsert(ORG, 'alice', 'member');
+  await new UserRepository(ds).upsert(ORG, UserId('alice'), 'member');
   await new AgentRepository(ds).upsert(ORG, {
-    id: 'analyst',
+    id: AgentId('analyst'),
     name: 'Analyst',
     instructions: 'Analyse.',
     model: MODEL.id,
@@ -90,7 +100,7 @@ beforeAll(async () => {
     compactionGuidance: 'Keep every figure in the Facts.',
   });
   await new AgentRepository(ds).upsert(ORG, {
-    id: 'brief',
+    id: AgentId('brief'),
     name: 'Brief',
     instructions: 'Be brief.',
     model: SMALL.id,
@@ -147,7 +157,8 @@ const blocks = () => new BlockRepository(db.dataSource);
 const text = (t: string): NewBlock => ({ kind: 'text', text: t, narration: false, steering: false });
 
 async function conversation(): Promise<string> {
-  return (await new ConversationRepository(db.dataSource).create(ORG, 'alice', 'analyst'))!.id;
+  return (await new ConversationRepository(db.dataSource).create(ORG, UserId('alice'), AgentId('analyst')))!
+    .id;
 }
 
 /** A turn with the person's text and an assistant message of `assistant` blocks, in `status`. */
@@ -158,7 +169,7 @@ async function addTurn(
   status: TurnStatus = 'completed',
 ): Promise<Turn> {
   const { turn } = (await turns().createWithUserMessage(ORG, {
-    conversationId,
+    conversationId: ConversationId(conversationId),
     effort: 'medium',
     model: MODEL.id,
     text: said,
@@ -178,7 +189,7 @@ async function twoTurns(conversationId: string): Promise<{ ref: string }> {
   await addTurn(conversationId, 'Find the Q3 revenue in the report.', async (turnId) => {
     ref = (
       await new ToolResultRepository(db.dataSource).save(ORG, {
-        turnId,
+        turnId: TurnId(turnId),
         callId: 'c1',
         content: 'Q3 revenue: $4.2M',
       })
@@ -198,7 +209,7 @@ async function compactionTurn(): Promise<Turn> {
   const id = await conversation();
   await twoTurns(id);
   const { turn } = (await turns().createWithUserMessage(ORG, {
-    conversationId: id,
+    conversationId: ConversationId(id),
     kind: 'compaction',
     effort: 'low',
     model: MODEL.id,
@@ -213,12 +224,12 @@ async function finished(jobId: string): Promise<void> {
 }
 
 const eventTypes = async (conversationId: string) =>
-  (await events.readAfter(conversationId, '0-0')).map((e) => e.event);
+  (await events.readAfter(ConversationId(conversationId), '0-0')).map((e) => e.event);
 
 /** `/compact` opened and run on `model`: the compaction block of its turn. */
 async function manualCompaction(conversationId: string, model: ModelEntry): Promise<CompactionBlock> {
   const opened = await requests.open(ORG, {
-    conversationId,
+    conversationId: ConversationId(conversationId),
     text: '/compact',
     effort: 'low',
     model: model.id,
@@ -242,7 +253,7 @@ describe('manual /compact through the compact handler', () => {
       usage: { prompt_tokens: 1000, completion_tokens: 200, cached_tokens: 100 },
     });
     const opened = await requests.open(ORG, {
-      conversationId: id,
+      conversationId: ConversationId(id),
       text: '/compact keep the figures exact',
       effort: 'medium',
       model: MODEL.id,
@@ -315,7 +326,7 @@ describe('manual /compact through the compact handler', () => {
     await twoTurns(id);
     fake.enqueue(fakeError(401, 'Incorrect API key provided'));
     const opened = await requests.open(ORG, {
-      conversationId: id,
+      conversationId: ConversationId(id),
       text: '/compact',
       effort: 'low',
       model: MODEL.id,
@@ -375,7 +386,7 @@ describe('the block rules on append (SPEC 8)', () => {
     answer: null,
   };
   const kindsOf = async (turnId: string) =>
-    (await blocks().listTurnMessages(ORG, turnId)).flatMap((m) => m.blocks.map((b) => b.kind));
+    (await blocks().listTurnMessages(ORG, TurnId(turnId))).flatMap((m) => m.blocks.map((b) => b.kind));
 
   it('MANUAL: a block that breaks a rule is refused, nothing written, the turn failed invariant_violated', async () => {
     const turn = await compactionTurn();
@@ -568,7 +579,11 @@ describe('a second compaction', () => {
 describe('a long conversation', () => {
   /** Turns 1..length, each the person's question and the answer, written straight in SQL. */
   async function longConversation(length: number): Promise<string> {
-    const id = (await new ConversationRepository(db.dataSource).create(ORG, 'alice', 'brief'))!.id;
+    const id = (await new ConversationRepository(db.dataSource).create(
+      ORG,
+      UserId('alice'),
+      AgentId('brief'),
+    ))!.id;
     await bulkTurns(db.dataSource, ORG, id, {
       to: length,
       model: SMALL.id,
@@ -582,7 +597,7 @@ describe('a long conversation', () => {
     const id = await longConversation(1_000);
     fake.enqueue('Summary of turns 1–1000\n\n## Requests\n- none kept by the model');
     const opened = await requests.open(ORG, {
-      conversationId: id,
+      conversationId: ConversationId(id),
       text: '/compact',
       effort: 'low',
       model: SMALL.id,

@@ -18,11 +18,12 @@ import {
   type UsageRow,
 } from '@portal/dal';
 import {
+  type Block,
   checkTurn,
+  type CompactionBlock,
   DomainError,
   isTerminal,
-  type Block,
-  type CompactionBlock,
+  type OrgId,
   type Turn,
   type TurnTranscript,
 } from '@portal/domain';
@@ -259,7 +260,7 @@ export class CompactionService {
    * prompt leaves some of them out or none is left. The prompt fits the model's context window, so
    * what is read follows the window, not the length of the conversation.
    */
-  private async prompt(orgId: string, turn: Turn, input: CompactionPromptInput): Promise<CompactionPrompt> {
+  private async prompt(orgId: OrgId, turn: Turn, input: CompactionPromptInput): Promise<CompactionPrompt> {
     const windows = new WindowRepository(this.deps.db);
     const { conversationId } = turn;
     // No turns: the summary alone; the requests do not depend on it.
@@ -286,7 +287,7 @@ export class CompactionService {
    * share, so a request an earlier summary kept is checked again, and the share bounds the section
    * however many summaries came before.
    */
-  private async requests(orgId: string, turn: Turn, input: CompactionPromptInput): Promise<StoredRequest[]> {
+  private async requests(orgId: OrgId, turn: Turn, input: CompactionPromptInput): Promise<StoredRequest[]> {
     const stored = new PersonRequestRepository(this.deps.db);
     const share = requestsShare(input.contextWindow, input.limits);
     let read: StoredRequest[] = [];
@@ -340,7 +341,7 @@ export class CompactionService {
   }
 
   /** A manual compaction turn ends `completed` once the six invariants hold. */
-  private async settle(turn: Turn, orgId: string): Promise<void> {
+  private async settle(turn: Turn, orgId: OrgId): Promise<void> {
     const messages = await new BlockRepository(this.deps.db).listTurnMessages(orgId, turn.id);
     const violations = checkTurn({ turn: { ...turn, status: 'completed' }, messages });
     if (violations.length > 0) {
@@ -352,7 +353,7 @@ export class CompactionService {
     if (settled) await this.publishAll(turn, turnStatusEvents(turn.id, 'completed'));
   }
 
-  private async fail(turn: Turn, orgId: string, why: string): Promise<void> {
+  private async fail(turn: Turn, orgId: OrgId, why: string): Promise<void> {
     const error = why.startsWith('invariant_violated') ? why : `compaction_failed: ${why}`;
     const failed = await new TurnRepository(this.deps.db).updateStatus(orgId, turn.id, 'failed', {
       error,

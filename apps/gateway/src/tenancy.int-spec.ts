@@ -1,3 +1,4 @@
+import { OrgId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import { SkillRepository } from '@portal/dal';
 import {
@@ -18,7 +19,7 @@ beforeAll(async () => {
   const conversation = await newConversation(gw, 'alice');
   const turn = await openTurn(gw, conversation);
   const request = (await pauseWithRequest(gw, turn, 'clarification_request')).id;
-  const [skill] = await new SkillRepository(gw.db.dataSource).findBySlugs('acme', ['fact-check']);
+  const [skill] = await new SkillRepository(gw.db.dataSource).findBySlugs(OrgId('acme'), ['fact-check']);
   own = {
     conversation,
     turn,

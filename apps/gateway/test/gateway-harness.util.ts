@@ -14,7 +14,16 @@ import {
   TurnRepository,
   type BlobStore,
 } from '@portal/dal';
-import type { AttachmentKind, Block, TurnStatus } from '@portal/domain';
+import {
+  AttachmentId,
+  type AttachmentKind,
+  type Block,
+  ConversationId,
+  OrgId,
+  TurnId,
+  type TurnStatus,
+  UserId,
+} from '@portal/domain';
 import { queueKeyPrefix } from '@portal/queue';
 import { createTestDatabase, deleteRedisPrefix, portalSseParser, type TestDatabase } from '@portal/testing';
 import { readConfig, type GatewayConfig } from '../src/config';
@@ -241,7 +250,7 @@ export async function openTurn(gw: Harness, conversationId: string, text = 'hell
 }
 
 export async function setStatus(gw: Harness, turnId: string, status: TurnStatus, orgId = 'acme') {
-  await new TurnRepository(gw.db.dataSource).updateStatus(orgId, turnId, status);
+  await new TurnRepository(gw.db.dataSource).updateStatus(OrgId(orgId), TurnId(turnId), status);
 }
 
 /** What the orchestrator does when the turn asks: an assistant message ending in a request; paused. */
@@ -256,7 +265,7 @@ export async function pauseWithRequest(
     kind === 'clarification_request'
       ? { kind, callId: 'c1', question: 'Which year?', options: ['2024', '2025'], answer: null }
       : { kind, callId: 'c1', name: 'lookup', arguments: '{}', approved: null, note: null };
-  const [block] = (await blocks.append(orgId, turnId, [request]))!.blocks;
+  const [block] = (await blocks.append(OrgId(orgId), TurnId(turnId), [request]))!.blocks;
   await setStatus(gw, turnId, 'paused', orgId);
   return block;
 }
@@ -270,11 +279,11 @@ export async function attachment(
   const id = randomUUID();
   await gw.app
     .get<BlobStore>(BLOB_STORE)
-    .put({ orgId, attachmentId: id, variant: 'original' }, Buffer.from('abc'));
-  const created = await new AttachmentRepository(gw.db.dataSource).create(orgId, {
+    .put({ orgId: OrgId(orgId), attachmentId: AttachmentId(id), variant: 'original' }, Buffer.from('abc'));
+  const created = await new AttachmentRepository(gw.db.dataSource).create(OrgId(orgId), {
     id,
-    userId: opts.userId ?? 'alice',
-    conversationId: opts.conversationId ?? null,
+    userId: UserId(opts.userId ?? 'alice'),
+    conversationId: opts.conversationId ? ConversationId(opts.conversationId) : null,
     kind,
     filename: kind === 'picture' ? 'photo.png' : 'notes.txt',
     mimeType: kind === 'picture' ? 'image/png' : 'text/plain',

@@ -1,3 +1,4 @@
+import { TurnId } from '@portal/domain';
 import { QueueName } from '@portal/contracts';
 import type { INestMicroservice } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
@@ -39,7 +40,10 @@ describe('a turn run from the queue', () => {
   beforeAll(async () => {
     ({ turnId, conversationId } = await h.openTurn({ text: QUESTION }));
     h.fake.enqueue({ text: ANSWER, usage: { prompt_tokens: 321, completion_tokens: 12 } });
-    const record = new JobRecord({ orgId: ORG, turnId }, { jobId: `run-turn:${turnId}:open` });
+    const record = new JobRecord(
+      { orgId: ORG, turnId: TurnId(turnId) },
+      { jobId: `run-turn:${turnId}:open` },
+    );
     await lastValueFrom(h.app.get(BullMqClient).emit(QueueName.Turns, record));
     await line((l) => l.msg === 'run-turn completed' && l.turnId === turnId);
   });

@@ -17,7 +17,16 @@ import {
   type AgentTool,
   type SkillInput,
 } from '@portal/dal';
-import type { Block, Effort, Message } from '@portal/domain';
+import {
+  AgentId,
+  type Block,
+  ConversationId,
+  type Effort,
+  type Message,
+  OrgId,
+  TurnId,
+  UserId,
+} from '@portal/domain';
 import { ConversationEvents, createQueueMicroservice } from '@portal/queue';
 import {
   createTestDatabase,
@@ -33,7 +42,7 @@ import { readConfig, type TurnOrchestratorConfig } from '../src/config';
 import { RetryPolicy } from '../src/turn/retry-policy.service';
 import { TurnRunner } from '../src/turn/turn-runner.service';
 
-export const ORG = 'acme';
+export const ORG = OrgId('acme');
 const REDIS_URL = readRedisUrl(process.env);
 
 /**
@@ -139,14 +148,14 @@ export async function startHarness(
 
   const ds = db.dataSource;
   await new OrgRepository(ds).upsert(ORG);
-  await new UserRepository(ds).upsert(ORG, 'alice', 'author');
+  await new UserRepository(ds).upsert(ORG, UserId('alice'), 'author');
   const agents = new AgentRepository(ds);
   for (const [id, model] of [
     ['researcher', 'gpt-test'],
     ['thinker', 'reasoner'],
   ]) {
     await agents.upsert(ORG, {
-      id,
+      id: AgentId(id),
       name: id,
       instructions: `You are the ${id}.`,
       model,
@@ -170,7 +179,7 @@ export async function startHarness(
 
   const workers: INestMicroservice[] = [];
   const readEvents = async (conversationId: string) =>
-    (await events.readAfter(conversationId, '0-0', 10_000)).map((e) => e.event);
+    (await events.readAfter(ConversationId(conversationId), '0-0', 10_000)).map((e) => e.event);
 
   return {
     db,
@@ -188,14 +197,16 @@ export async function startHarness(
       await worker.listen();
       return worker;
     },
-    run: (turnId, shutdown = new AbortController().signal) => runner.run({ orgId: ORG, turnId }, shutdown),
+    run: (turnId, shutdown = new AbortController().signal) =>
+      runner.run({ orgId: ORG, turnId: TurnId(turnId) }, shutdown),
     async openTurn(o = {}) {
       const agentId = o.agentId ?? 'researcher';
       const conversationId =
-        o.conversationId ?? (await new ConversationRepository(ds).create(ORG, 'alice', agentId))!.id;
-      const agent = await agents.get(ORG, agentId);
+        o.conversationId ??
+        (await new ConversationRepository(ds).create(ORG, UserId('alice'), AgentId(agentId)))!.id;
+      const agent = await agents.get(ORG, AgentId(agentId));
       const created = await turns.createWithUserMessage(ORG, {
-        conversationId,
+        conversationId: ConversationId(conversationId),
         effort: o.effort ?? agent!.effort,
         model: agent!.model,
         text: o.text ?? 'Hello?',
@@ -205,10 +216,10 @@ export async function startHarness(
       return { turnId: created!.turn.id, conversationId };
     },
     turnCalls: (mark = 0) => fake.requests.slice(mark).filter((r) => Array.isArray(r.body?.tools)),
-    turn: (turnId) => turns.get(ORG, turnId),
-    messages: (turnId) => blocks.listTurnMessages(ORG, turnId),
-    blocks: async (turnId) => (await blocks.listTurnMessages(ORG, turnId)).flatMap((m) => m.blocks),
-    usage: (turnId) => new UsageRepository(ds).listForTurn(ORG, turnId),
+    turn: (turnId) => turns.get(ORG, TurnId(turnId)),
+    messages: (turnId) => blocks.listTurnMessages(ORG, TurnId(turnId)),
+    blocks: async (turnId) => (await blocks.listTurnMessages(ORG, TurnId(turnId))).flatMap((m) => m.blocks),
+    usage: (turnId) => new UsageRepository(ds).listForTurn(ORG, TurnId(turnId)),
     events: readEvents,
     async waitForEvent(conversationId, test) {
       for (let i = 0; i < 500; i++) {
@@ -218,7 +229,7 @@ export async function startHarness(
       throw new Error('the event never came');
     },
     async steer(turnId, text) {
-      await blocks.append(ORG, turnId, [{ kind: 'text', text, narration: false, steering: true }], {
+      await blocks.append(ORG, TurnId(turnId), [{ kind: 'text', text, narration: false, steering: true }], {
         into: 'user',
       });
     },
@@ -227,11 +238,11 @@ export async function startHarness(
         const tx = new BlockRepository(em);
         const found = await tx.getBlock(ORG, blockId);
         await tx.updateBlock(ORG, { ...found!.block, ...answer } as Block);
-        await new TurnRepository(em).updateStatus(ORG, turnId, 'running', { from: ['paused'] });
+        await new TurnRepository(em).updateStatus(ORG, TurnId(turnId), 'running', { from: ['paused'] });
       });
     },
     async cancel(turnId) {
-      await turns.requestCancel(ORG, turnId);
+      await turns.requestCancel(ORG, TurnId(turnId));
       await redis.publish(cancelChannel(prefix), turnId);
     },
     async close() {

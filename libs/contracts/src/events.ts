@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BLOCK_KINDS, isTerminal, type TurnStatus } from '@portal/domain';
+import { BLOCK_KINDS, type ConversationId, isTerminal, type TurnId, type TurnStatus } from '@portal/domain';
 import { attachmentManifestSchema } from './api/attachments.schema';
 import { blockSchema, turnStatusSchema } from './api/blocks.schema';
 import { usageRowSchema } from './api/turns.schema';
@@ -32,14 +32,14 @@ export type PortalEvent = z.output<typeof portalEventSchema>;
 export type PortalEventType = PortalEvent['type'];
 
 /** What any turn publishes when its status changes: `turn_state`, then `turn_finished` once settled. */
-export function turnStatusEvents(turnId: string, status: TurnStatus, error?: string): PortalEvent[] {
+export function turnStatusEvents(turnId: TurnId, status: TurnStatus, error?: string): PortalEvent[] {
   const state: PortalEvent = { type: 'turn_state', turnId, status };
   if (!isTerminal(status)) return [state];
   return [state, { type: 'turn_finished', turnId, status, ...(error !== undefined && { error }) }];
 }
 
 /** Redis stream key of a conversation's events, under the portal prefix. */
-export function conversationEventsKey(prefix: string, conversationId: string): string {
+export function conversationEventsKey(prefix: string, conversationId: ConversationId): string {
   return `${prefix}:events:{${conversationId}}`;
 }
 
@@ -48,7 +48,7 @@ export function conversationEventsKey(prefix: string, conversationId: string): s
  * subscribes to the conversations it serves and reads the stream when told. The hash tag is the
  * stream's, so on Redis Cluster a sharded channel lives on the stream's shard.
  */
-export function conversationEventsChannel(prefix: string, conversationId: string): string {
+export function conversationEventsChannel(prefix: string, conversationId: ConversationId): string {
   return `${prefix}:events-new:{${conversationId}}`;
 }
 

@@ -1,3 +1,4 @@
+import type { AttachmentId, OrgId, TurnId } from '@portal/domain';
 /**
  * Queue names. Never rename one without a migration: jobs already waiting in Redis under the old
  * name would be stranded.
@@ -10,12 +11,16 @@ export enum QueueName {
 
 /** Every job of the system. A job carries ids only; its handler re-reads state from Postgres. */
 export type Job =
-  | { queue: QueueName.Turns; name: 'run-turn'; data: { orgId: string; turnId: string } }
-  | { queue: QueueName.Attachments; name: 'ingest-attachment'; data: { orgId: string; attachmentId: string } }
+  | { queue: QueueName.Turns; name: 'run-turn'; data: { orgId: OrgId; turnId: TurnId } }
+  | {
+      queue: QueueName.Attachments;
+      name: 'ingest-attachment';
+      data: { orgId: OrgId; attachmentId: AttachmentId };
+    }
   | {
       queue: QueueName.Compactions;
       name: 'compact';
-      data: { orgId: string; turnId: string; trigger: 'AUTO' | 'MANUAL'; requestId: string };
+      data: { orgId: OrgId; turnId: TurnId; trigger: 'AUTO' | 'MANUAL'; requestId: string };
     };
 
 export type JobName = Job['name'];

@@ -1,4 +1,4 @@
-import type { Effort } from '@portal/domain';
+import type { AgentId, ConversationId, Effort, OrgId, TurnId, UserId } from '@portal/domain';
 
 /** Plain records for the rows the domain library has no type for yet. */
 
@@ -11,13 +11,13 @@ export type TraceKind = 'SKILL_SELECT';
 export type BlobVariant = 'original' | `reduced-${number}x${number}`;
 
 export interface Org {
-  id: string;
+  id: OrgId;
   name: string;
 }
 
 export interface User {
-  orgId: string;
-  id: string;
+  orgId: OrgId;
+  id: UserId;
   role: UserRole;
 }
 
@@ -59,8 +59,8 @@ export interface McpToolSnapshot {
 }
 
 export interface Agent {
-  orgId: string;
-  id: string;
+  orgId: OrgId;
+  id: AgentId;
   name: string;
   instructions: string;
   model: string;
@@ -72,7 +72,7 @@ export interface Agent {
 }
 
 export interface Skill {
-  orgId: string;
+  orgId: OrgId;
   id: string;
   slug: string;
   name: string;
@@ -85,17 +85,17 @@ export interface Skill {
 }
 
 export interface Conversation {
-  orgId: string;
-  id: string;
-  userId: string;
-  agentId: string;
+  orgId: OrgId;
+  id: ConversationId;
+  userId: UserId;
+  agentId: AgentId;
   title: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
 export interface UsageRow {
-  turnId: string;
+  turnId: TurnId;
   kind: UsageKind;
   model: string;
   inputTokens: number;
@@ -105,7 +105,7 @@ export interface UsageRow {
 }
 
 export interface TraceEntry {
-  turnId: string;
+  turnId: TurnId;
   kind: TraceKind;
   skillIds: string[];
   at: Date;
@@ -113,8 +113,8 @@ export interface TraceEntry {
 
 export interface ToolResult {
   ref: string;
-  conversationId: string;
-  turnId: string;
+  conversationId: ConversationId;
+  turnId: TurnId;
   callId: string;
   content: string;
 }

@@ -1,5 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Block, TextBlock } from '@portal/domain';
+import {
+  AgentId,
+  AttachmentId,
+  type Block,
+  ConversationId,
+  OrgId,
+  type TextBlock,
+  TurnId,
+  UserId,
+} from '@portal/domain';
 import type { DataSource } from 'typeorm';
 import { AgentRepository } from './repositories/agent.repository';
 import { AttachmentRepository } from './repositories/attachment.repository';
@@ -17,8 +26,8 @@ import { UserRepository } from './repositories/user.repository';
 import { answer, newConversation, seedOrg, settledTurn } from './testing/dal.fixtures';
 import { createScratchDatabase, type ScratchDatabase } from './data-source';
 
-const ACME = 'acme';
-const GLOBEX = 'globex';
+const ACME = OrgId('acme');
+const GLOBEX = OrgId('globex');
 
 let db: ScratchDatabase;
 let ds: DataSource;
@@ -36,7 +45,7 @@ afterAll(async () => {
 async function openTurn(orgId = ACME, conversationId?: string) {
   const id = conversationId ?? (await newConversation(ds, orgId));
   const created = await new TurnRepository(ds).createWithUserMessage(orgId, {
-    conversationId: id,
+    conversationId: ConversationId(id),
     effort: 'high',
     model: 'gpt-test',
     text: '/fact-check find Q3',
@@ -48,10 +57,10 @@ async function openTurn(orgId = ACME, conversationId?: string) {
 describe('OrgRepository', () => {
   it('upserts idempotently and reads only the org asked for', async () => {
     const orgs = new OrgRepository(ds);
-    await orgs.upsert('initech', 'Initech');
-    await orgs.upsert('initech', 'Initech Ltd');
-    expect(await orgs.get('initech')).toEqual({ id: 'initech', name: 'Initech Ltd' });
-    expect(await orgs.get('nope')).toBeNull();
+    await orgs.upsert(OrgId('initech'), 'Initech');
+    await orgs.upsert(OrgId('initech'), 'Initech Ltd');
+    expect(await orgs.get(OrgId('initech'))).toEqual({ id: 'initech', name: 'Initech Ltd' });
+    expect(await orgs.get(OrgId('nope'))).toBeNull();
   });
 });
 
@@ -59,17 +68,21 @@ describe('UserRepository', () => {
   const users = () => new UserRepository(ds);
 
   it('keys users by (org, id)', async () => {
-    await users().upsert(GLOBEX, 'carol', 'admin');
-    await users().upsert(GLOBEX, 'carol', 'author');
-    expect(await users().get(GLOBEX, 'carol')).toEqual({ orgId: GLOBEX, id: 'carol', role: 'author' });
-    expect(await users().get(ACME, 'carol')).toBeNull();
-    expect(await users().get(ACME, 'alice')).toEqual({ orgId: ACME, id: 'alice', role: 'author' });
+    await users().upsert(GLOBEX, UserId('carol'), 'admin');
+    await users().upsert(GLOBEX, UserId('carol'), 'author');
+    expect(await users().get(GLOBEX, UserId('carol'))).toEqual({
+      orgId: GLOBEX,
+      id: 'carol',
+      role: 'author',
+    });
+    expect(await users().get(ACME, UserId('carol'))).toBeNull();
+    expect(await users().get(ACME, UserId('alice'))).toEqual({ orgId: ACME, id: 'alice', role: 'author' });
   });
 
   it('stores API keys as sha256 only and authenticates by them', async () => {
     const key = 'pk_alice_0123456789';
-    await users().addApiKey(ACME, 'alice', key);
-    await users().addApiKey(ACME, 'alice', key);
+    await users().addApiKey(ACME, UserId('alice'), key);
+    await users().addApiKey(ACME, UserId('alice'), key);
     const rows: Record<string, unknown>[] = await ds.query(`SELECT * FROM api_keys`);
     expect(rows).toHaveLength(1);
     expect(rows[0]['key_hash']).toBe(createHash('sha256').update(key).digest('hex'));
@@ -79,8 +92,8 @@ describe('UserRepository', () => {
   });
 
   it('refuses a key that another user holds', async () => {
-    await users().addApiKey(ACME, 'bob', 'pk_bob');
-    await expect(users().addApiKey(GLOBEX, 'alice', 'pk_bob')).rejects.toMatchObject({
+    await users().addApiKey(ACME, UserId('bob'), 'pk_bob');
+    await expect(users().addApiKey(GLOBEX, UserId('alice'), 'pk_bob')).rejects.toMatchObject({
       code: 'api_key_taken',
     });
     expect(await users().findByApiKey('pk_bob')).toMatchObject({ orgId: ACME, id: 'bob' });
@@ -99,7 +112,7 @@ describe('AgentRepository and SkillRepository', () => {
 
   it('upserts agents and keeps each org to its own', async () => {
     await agents().upsert(ACME, {
-      id: 'writer',
+      id: AgentId('writer'),
       name: 'Writer',
       instructions: 'Write.',
       model: 'gpt-test',
@@ -116,12 +129,12 @@ describe('AgentRepository and SkillRepository', () => {
       reviewer: 'gpt-review',
       compactionGuidance: 'Keep figures.',
     });
-    expect(await agents().get(ACME, 'writer')).toMatchObject({
+    expect(await agents().get(ACME, AgentId('writer'))).toMatchObject({
       effort: 'high',
       reviewer: 'gpt-review',
       tools: [{ name: 'lookup', requiresApproval: true }],
     });
-    expect(await agents().get(GLOBEX, 'writer')).toBeNull();
+    expect(await agents().get(GLOBEX, AgentId('writer'))).toBeNull();
     expect((await agents().list(ACME)).map((a) => a.id)).toEqual(['researcher', 'writer']);
     expect((await agents().list(GLOBEX)).map((a) => a.id)).toEqual(['researcher']);
   });
@@ -191,35 +204,40 @@ describe('AgentRepository and SkillRepository', () => {
       ownerId: null,
     });
 
-    expect((await skills().listVisible(ACME, 'alice')).map((s) => s.slug)).toEqual([
+    expect((await skills().listVisible(ACME, UserId('alice'))).map((s) => s.slug)).toEqual([
       'alice-draft',
       'fact-check',
       'retired',
       'wip',
     ]);
-    expect((await skills().listVisible(ACME, 'bob')).map((s) => s.slug)).toEqual([
+    expect((await skills().listVisible(ACME, UserId('bob'))).map((s) => s.slug)).toEqual([
       'fact-check',
       'retired',
       'wip',
     ]);
-    expect((await skills().listVisible(GLOBEX, 'alice')).map((s) => s.slug)).toEqual(['globex-only']);
+    expect((await skills().listVisible(GLOBEX, UserId('alice'))).map((s) => s.slug)).toEqual(['globex-only']);
 
-    await agents().setSkills(ACME, 'researcher', [mine.id, off.id, unpublished.id, fact.id, theirs.id]);
-    expect(await agents().listSkillIds(ACME, 'researcher')).toEqual([
+    await agents().setSkills(ACME, AgentId('researcher'), [
+      mine.id,
+      off.id,
+      unpublished.id,
+      fact.id,
+      theirs.id,
+    ]);
+    expect(await agents().listSkillIds(ACME, AgentId('researcher'))).toEqual([
       mine.id,
       off.id,
       unpublished.id,
       fact.id,
     ]);
-    expect(await agents().listSkillIds(GLOBEX, 'researcher')).toEqual([]);
-    expect((await skills().listCatalogue(ACME, 'alice', 'researcher')).map((s) => s.slug)).toEqual([
-      'alice-draft',
-      'fact-check',
-    ]);
-    expect((await skills().listCatalogue(ACME, 'bob', 'researcher')).map((s) => s.slug)).toEqual([
-      'fact-check',
-    ]);
-    expect(await skills().listCatalogue(GLOBEX, 'alice', 'researcher')).toEqual([]);
+    expect(await agents().listSkillIds(GLOBEX, AgentId('researcher'))).toEqual([]);
+    expect(
+      (await skills().listCatalogue(ACME, UserId('alice'), AgentId('researcher'))).map((s) => s.slug),
+    ).toEqual(['alice-draft', 'fact-check']);
+    expect(
+      (await skills().listCatalogue(ACME, UserId('bob'), AgentId('researcher'))).map((s) => s.slug),
+    ).toEqual(['fact-check']);
+    expect(await skills().listCatalogue(GLOBEX, UserId('alice'), AgentId('researcher'))).toEqual([]);
   });
 });
 
@@ -227,21 +245,21 @@ describe('ConversationRepository', () => {
   const conversations = () => new ConversationRepository(ds);
 
   it('creates only with an agent of the org', async () => {
-    expect(await conversations().create(ACME, 'alice', 'writer')).not.toBeNull();
-    expect(await conversations().create(GLOBEX, 'alice', 'writer')).toBeNull();
+    expect(await conversations().create(ACME, UserId('alice'), AgentId('writer'))).not.toBeNull();
+    expect(await conversations().create(GLOBEX, UserId('alice'), AgentId('writer'))).toBeNull();
   });
 
   it('reads a conversation for its user and org only', async () => {
-    const id = await newConversation(ds, ACME, 'alice');
-    expect(await conversations().getForUser(ACME, 'alice', id)).toMatchObject({
+    const id = await newConversation(ds, ACME, UserId('alice'));
+    expect(await conversations().getForUser(ACME, UserId('alice'), id)).toMatchObject({
       id,
       agentId: 'researcher',
       title: null,
     });
-    expect(await conversations().getForUser(ACME, 'bob', id)).toBeNull();
-    expect(await conversations().getForUser(GLOBEX, 'alice', id)).toBeNull();
+    expect(await conversations().getForUser(ACME, UserId('bob'), id)).toBeNull();
+    expect(await conversations().getForUser(GLOBEX, UserId('alice'), id)).toBeNull();
     expect(await conversations().get(GLOBEX, id)).toBeNull();
-    expect(await conversations().get(ACME, 'nope')).toBeNull();
+    expect(await conversations().get(ACME, ConversationId('nope'))).toBeNull();
     await conversations().nameIfUntitled(GLOBEX, id, 'stolen');
     await conversations().nameIfUntitled(ACME, id, 'Q3 revenue');
     expect((await conversations().get(ACME, id))?.title).toBe('Q3 revenue');
@@ -250,21 +268,21 @@ describe('ConversationRepository', () => {
   });
 
   it('renames only the owner’s conversation', async () => {
-    const id = await newConversation(ds, ACME, 'alice');
-    expect(await conversations().rename(ACME, 'bob', id, 'Not mine')).toBe(false);
-    expect(await conversations().rename(GLOBEX, 'alice', id, 'Not ours')).toBe(false);
-    expect(await conversations().rename(ACME, 'alice', 'nope', 'Bad id')).toBe(false);
-    expect(await conversations().rename(ACME, 'alice', id, 'Mine')).toBe(true);
+    const id = await newConversation(ds, ACME, UserId('alice'));
+    expect(await conversations().rename(ACME, UserId('bob'), id, 'Not mine')).toBe(false);
+    expect(await conversations().rename(GLOBEX, UserId('alice'), id, 'Not ours')).toBe(false);
+    expect(await conversations().rename(ACME, UserId('alice'), ConversationId('nope'), 'Bad id')).toBe(false);
+    expect(await conversations().rename(ACME, UserId('alice'), id, 'Mine')).toBe(true);
     expect((await conversations().get(ACME, id))?.title).toBe('Mine');
   });
 
   it('lists the user’s conversations, most recently updated first', async () => {
-    const older = await newConversation(ds, ACME, 'bob');
-    const newer = await newConversation(ds, ACME, 'bob');
-    expect((await conversations().listForUser(ACME, 'bob')).map((c) => c.id)).toEqual([newer, older]);
+    const older = await newConversation(ds, ACME, UserId('bob'));
+    const newer = await newConversation(ds, ACME, UserId('bob'));
+    expect((await conversations().listForUser(ACME, UserId('bob'))).map((c) => c.id)).toEqual([newer, older]);
     await openTurn(ACME, older);
-    expect((await conversations().listForUser(ACME, 'bob')).map((c) => c.id)).toEqual([older, newer]);
-    expect(await conversations().listForUser(GLOBEX, 'bob')).toEqual([]);
+    expect((await conversations().listForUser(ACME, UserId('bob'))).map((c) => c.id)).toEqual([older, newer]);
+    expect(await conversations().listForUser(GLOBEX, UserId('bob'))).toEqual([]);
   });
 });
 
@@ -518,9 +536,9 @@ describe('TurnRepository.recordCallIfUnchanged: a settle without the lock taken 
   it.each([
     [
       'a steering message came',
-      (turnId: string) => blocks().append(ACME, turnId, [steering('and Q4')], { into: 'user' }),
+      (turnId: string) => blocks().append(ACME, TurnId(turnId), [steering('and Q4')], { into: 'user' }),
     ],
-    ['a cancel was asked for', (turnId: string) => turns().requestCancel(ACME, turnId)],
+    ['a cancel was asked for', (turnId: string) => turns().requestCancel(ACME, TurnId(turnId))],
     [
       'another worker took the turn',
       (turnId: string) => ds.query(`UPDATE turns SET lease_owner = 'w-2' WHERE id = $1`, [turnId]),
@@ -621,7 +639,7 @@ describe('ToolResultRepository, UsageRepository, TraceRepository', () => {
 
 describe('AttachmentRepository', () => {
   const attachments = () => new AttachmentRepository(ds);
-  const upload = (conversationId: string | null = null, userId = 'alice') => ({
+  const upload = (conversationId: ConversationId | null = null, userId = UserId('alice')) => ({
     id: randomUUID(),
     userId,
     conversationId,
@@ -652,15 +670,15 @@ describe('AttachmentRepository', () => {
     expect(await attachments().getScopes(ACME, [manifest.id])).toEqual([
       { id: manifest.id, userId: 'alice', conversationId },
     ]);
-    expect(await attachments().create(ACME, upload(conversationId, 'bob'))).toBeNull();
+    expect(await attachments().create(ACME, upload(conversationId, UserId('bob')))).toBeNull();
     expect(await attachments().create(GLOBEX, upload(conversationId))).toBeNull();
   });
 
   it('tracks reading progress, pages and search', async () => {
     const { id } = (await attachments().create(ACME, upload()))!;
-    await attachments().savePage(ACME, id, 1, 'Introduction and scope');
-    await attachments().savePage(ACME, id, 2, 'Quarterly revenue for Q3 was 4.2 million');
-    const updated = await attachments().update(ACME, id, {
+    await attachments().savePage(ACME, AttachmentId(id), 1, 'Introduction and scope');
+    await attachments().savePage(ACME, AttachmentId(id), 2, 'Quarterly revenue for Q3 was 4.2 million');
+    const updated = await attachments().update(ACME, AttachmentId(id), {
       status: 'finished',
       pagesRead: 2,
       pageCount: 2,
@@ -674,7 +692,7 @@ describe('AttachmentRepository', () => {
       unreadablePages: [3],
       headings: ['Introduction', 'Revenue'],
     });
-    expect(await attachments().getPage(ACME, id, 2)).toContain('Q3');
+    expect(await attachments().getPage(ACME, AttachmentId(id), 2)).toContain('Q3');
     expect(await attachments().search(ACME, [id], 'revenue Q3')).toEqual([
       {
         attachmentId: id,
@@ -687,16 +705,16 @@ describe('AttachmentRepository', () => {
 
   it('reads and writes nothing across orgs', async () => {
     const { id } = (await attachments().create(ACME, upload()))!;
-    await attachments().savePage(ACME, id, 1, 'secret plans');
-    expect(await attachments().getManifest(GLOBEX, id)).toBeNull();
+    await attachments().savePage(ACME, AttachmentId(id), 1, 'secret plans');
+    expect(await attachments().getManifest(GLOBEX, AttachmentId(id))).toBeNull();
     expect(await attachments().getManifests(GLOBEX, [id])).toEqual([]);
     expect(await attachments().getManifests(ACME, [id, 'junk'])).toHaveLength(1);
     expect(await attachments().getScopes(GLOBEX, [id])).toEqual([]);
-    expect(await attachments().update(GLOBEX, id, { status: 'failed' })).toBeNull();
-    expect(await attachments().getPage(GLOBEX, id, 1)).toBeNull();
+    expect(await attachments().update(GLOBEX, AttachmentId(id), { status: 'failed' })).toBeNull();
+    expect(await attachments().getPage(GLOBEX, AttachmentId(id), 1)).toBeNull();
     expect(await attachments().search(GLOBEX, [id], 'secret')).toEqual([]);
-    await attachments().savePage(GLOBEX, id, 1, 'overwritten');
-    expect(await attachments().getPage(ACME, id, 1)).toBe('secret plans');
-    expect((await attachments().getManifest(ACME, id))?.status).toBe('pending');
+    await attachments().savePage(GLOBEX, AttachmentId(id), 1, 'overwritten');
+    expect(await attachments().getPage(ACME, AttachmentId(id), 1)).toBe('secret plans');
+    expect((await attachments().getManifest(ACME, AttachmentId(id)))?.status).toBe('pending');
   });
 });

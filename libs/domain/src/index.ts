@@ -5,3 +5,4 @@ export * from './domain-error';
 export * from './turn-state';
 export * from './invariants';
 export * from './config-error';
+export * from './ids';

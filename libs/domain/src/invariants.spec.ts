@@ -1,3 +1,4 @@
+import { TurnId } from './ids';
 import { isDomainError } from './domain-error';
 import {
   appendBlock,
@@ -480,7 +481,13 @@ describe('checkAppend', () => {
     expect(checkAppend(open, last, block(thinking('t'), 3))).toEqual([]);
     expect(checkAppend(open, last, block(toolResult('c1'), 3))).toEqual([]);
     expect(checkAppend(open, last, block(clarification('c1', null), 3))).toEqual([]);
-    const steeringMessage = { id: 'm3', turnId: 't1', role: 'user' as const, blocks: [], attachmentIds: [] };
+    const steeringMessage = {
+      id: 'm3',
+      turnId: TurnId('t1'),
+      role: 'user' as const,
+      blocks: [],
+      attachmentIds: [],
+    };
     expect(checkAppend(open, steeringMessage, block(steering('stop'), 3))).toEqual([]);
   });
 
@@ -504,7 +511,7 @@ describe('checkAppend', () => {
     expect(codes(checkAppend(paused, paused.messages[1], block(text('more'), 4)))).toEqual([
       'request_not_last',
     ]);
-    const later = { id: 'm3', turnId: 't1', role: 'user' as const, blocks: [], attachmentIds: [] };
+    const later = { id: 'm3', turnId: TurnId('t1'), role: 'user' as const, blocks: [], attachmentIds: [] };
     expect(codes(checkAppend(paused, later, block(steering('hi'), 4)))).toEqual(['request_not_last']);
   });
 

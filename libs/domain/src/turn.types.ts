@@ -1,3 +1,4 @@
+import type { ConversationId, TurnId } from './ids';
 import type { Block } from './block.types';
 
 export type Role = 'user' | 'assistant';
@@ -5,7 +6,7 @@ export type Role = 'user' | 'assistant';
 /** A `user` or `assistant` entry of a turn: an ordered list of blocks. */
 export interface Message {
   id: string;
-  turnId: string;
+  turnId: TurnId;
   role: Role;
   blocks: Block[];
   /** Attachments sent with a user message, in the order given. Empty on assistant messages. */
@@ -21,8 +22,8 @@ export type Effort = (typeof EFFORT_LEVELS)[number];
 export type TurnKind = 'turn' | 'compaction';
 
 export interface Turn {
-  id: string;
-  conversationId: string;
+  id: TurnId;
+  conversationId: ConversationId;
   /** 1, 2, 3… per conversation, compaction turns included. */
   n: number;
   kind: TurnKind;

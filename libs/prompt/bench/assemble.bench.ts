@@ -1,4 +1,4 @@
-import type { Block, MemoryWindow, Message, TurnTranscript } from '@portal/domain';
+import { type Block, type MemoryWindow, type Message, TurnId, type TurnTranscript } from '@portal/domain';
 import { assemblePrompt, resolveLimits, TokenCounter, type AssembleInput } from '../src';
 
 /**
@@ -22,13 +22,13 @@ function benchTurn(n: number): TurnTranscript {
   const calls = Array.from({ length: CALLS_PER_TURN }, (_, i) => `t${n}_c${i}`);
   const message = (id: string, role: Message['role'], blocks: Block[]): Message => ({
     id,
-    turnId: `t${n}`,
+    turnId: TurnId(`t${n}`),
     role,
     blocks,
     attachmentIds: [],
   });
   return {
-    turn: { id: `t${n}`, n, kind: 'turn', status: 'completed' },
+    turn: { id: TurnId(`t${n}`), n, kind: 'turn', status: 'completed' },
     messages: [
       message(`t${n}_m1`, 'user', [
         block({

@@ -1,4 +1,4 @@
-import type { MemoryWindow, TurnTranscript } from '@portal/domain';
+import { type MemoryWindow, TurnId, type TurnTranscript } from '@portal/domain';
 import fc from 'fast-check';
 import type { ChatMessage } from './chat.types';
 import { assemblePrompt } from './prompt-stack';
@@ -149,7 +149,7 @@ function assemble(s: Scenario) {
     catalogue: [],
     window,
     newMessage: { text: '/fact-check NEW', attachmentIds: [] },
-    currentTurn: messages('cur', record('cur', s.current, false)),
+    currentTurn: messages(TurnId('cur'), record('cur', s.current, false)),
     attachments: {},
     model: { contextWindow: 128_000, vision: null, reasoning: false },
     limits,

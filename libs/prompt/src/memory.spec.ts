@@ -1,4 +1,4 @@
-import type { MemoryWindow, ToolResultBlock } from '@portal/domain';
+import { type MemoryWindow, type ToolResultBlock, TurnId } from '@portal/domain';
 import type { ChatMessage } from './chat.types';
 import { resolveLimits } from './limits';
 import {
@@ -478,7 +478,7 @@ describe('the current turn', () => {
   it('follows the new message with its calls and results whole, steering where it arrived, no narration', () => {
     const long = 'w'.repeat(1000);
     const longArg = 'q'.repeat(300);
-    const so = messages('t9', [
+    const so = messages(TurnId('t9'), [
       assistant(
         thinking('hmm'),
         narration('Looking it up.'),
@@ -530,12 +530,12 @@ describe('the current turn', () => {
     const steps = Array.from({ length: 12 }, (_, i) =>
       assistant(use(`c${i}`, 'f', '{}'), result(`c${i}`, 'r')),
     );
-    const got = current(window, 'Go', messages('t1', steps));
+    const got = current(window, 'Go', messages(TurnId('t1'), steps));
     expect(got.filter((m) => m.role === 'tool')).toHaveLength(12);
   });
 
   it('goes on from the summary and the tail after a compaction inside the turn', () => {
-    const so = messages('t9', [
+    const so = messages(TurnId('t9'), [
       assistant(use('c1', 'f', '{}'), result('c1', 'r1')),
       assistant(use('c2', 'f', '{}'), use('c3', 'f', '{}'), result('c2', 'r2'), result('c3', 'r3')),
       assistant({ ...compactionBlock(9, 'Summary of turns 1–9') }, use('c4', 'f', '{}'), result('c4', 'r4')),
@@ -559,7 +559,9 @@ describe('the current turn', () => {
   });
 
   it('takes the tail from the turn alone: past turns are in the summary', () => {
-    const so = messages('t9', [assistant({ ...compactionBlock(9, 'Summary of turns 1–9') }, text('Done.'))]);
+    const so = messages(TurnId('t9'), [
+      assistant({ ...compactionBlock(9, 'Summary of turns 1–9') }, text('Done.')),
+    ]);
     const got = current({ summary: null, turns: [chat(8, 'Earlier', 'Sure')] }, '/fact-check Go', so);
     expect(got).toEqual([
       {

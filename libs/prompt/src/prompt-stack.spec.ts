@@ -1,4 +1,4 @@
-import type { MemoryWindow } from '@portal/domain';
+import { type MemoryWindow, TurnId } from '@portal/domain';
 import type { ChatSystemMessage } from './chat.types';
 import {
   assemblePrompt,
@@ -134,7 +134,7 @@ describe('assemblePrompt', () => {
   });
 
   it('follows the new message with the turn so far', () => {
-    const currentTurn = messages('t2', [
+    const currentTurn = messages(TurnId('t2'), [
       assistant(use('c1', 'crm_lookup', '{"id":"42"}'), result('c1', 'Acme Corp')),
     ]);
     const prompt = assemblePrompt(input({ currentTurn }));

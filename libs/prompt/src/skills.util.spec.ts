@@ -1,3 +1,4 @@
+import { UserId } from '@portal/domain';
 import {
   catalogueLine,
   isSelectable,
@@ -59,9 +60,9 @@ describe('the catalogue', () => {
   });
 
   it('lets /slug reach any visible active skill, published or not', () => {
-    expect(isSelectable(skill('draft', { published: false }), 'u1')).toBe(true);
-    expect(isSelectable(skill('off', { status: 'inactive' }), 'u1')).toBe(false);
-    expect(isSelectable(skill('theirs', { visibility: 'private' }), 'u1')).toBe(false);
+    expect(isSelectable(skill('draft', { published: false }), UserId('u1'))).toBe(true);
+    expect(isSelectable(skill('off', { status: 'inactive' }), UserId('u1'))).toBe(false);
+    expect(isSelectable(skill('theirs', { visibility: 'private' }), UserId('u1'))).toBe(false);
   });
 
   it('renders slug — one sentence, on one line each', () => {

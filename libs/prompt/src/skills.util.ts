@@ -1,3 +1,4 @@
+import type { UserId } from '@portal/domain';
 /** SPEC section 6: leading `/slug` selections, `/compact`, and the skill catalogue. */
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
@@ -59,7 +60,7 @@ export interface CatalogueEntry {
 /** Whether the user may see the skill at all: org-wide, or their own private one. */
 export function isVisibleTo(
   skill: Pick<SkillForCatalogue, 'visibility' | 'ownerId'>,
-  userId: string,
+  userId: UserId,
 ): boolean {
   return skill.visibility === 'org' || skill.ownerId === userId;
 }
@@ -67,7 +68,7 @@ export function isVisibleTo(
 /** Whether `/slug` may select the skill: visible and active; bound or not, published or not. */
 export function isSelectable(
   skill: Pick<SkillForCatalogue, 'visibility' | 'ownerId' | 'status'>,
-  userId: string,
+  userId: UserId,
 ): boolean {
   return isVisibleTo(skill, userId) && skill.status === 'active';
 }

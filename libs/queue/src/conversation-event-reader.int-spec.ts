@@ -1,3 +1,4 @@
+import { ConversationId } from '@portal/domain';
 import { randomBytes, randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
 import {
@@ -72,7 +73,7 @@ async function eventually(check: () => Promise<boolean>, what: string) {
 }
 
 const idsAfter = async (conversationId: string, afterId: string) =>
-  (await events.readAfter(conversationId, afterId, 100_000)).map((e) => e.id);
+  (await events.readAfter(ConversationId(conversationId), afterId, 100_000)).map((e) => e.id);
 
 /** The reader's connections to Redis, by the names it gives them. */
 async function readerConnections(): Promise<number> {
@@ -85,7 +86,7 @@ async function withAnnouncements(conversationId: string, test: (told: string[]) 
   const told: string[] = [];
   const sub = redis.duplicate();
   try {
-    await sub.subscribe(conversationEventsChannel(prefix, conversationId));
+    await sub.subscribe(conversationEventsChannel(prefix, ConversationId(conversationId)));
     sub.on('message', (_channel, message: string) => told.push(message));
     await test(told);
   } finally {
@@ -97,9 +98,12 @@ describe('ConversationEventReader', () => {
   it('gives every subscriber of every conversation its new events in order, on two connections', async () => {
     const conversations = Array.from({ length: 20 }, () => randomUUID());
     const sinks = conversations.flatMap((id) => Array.from({ length: 5 }, () => ({ id, sink: collector() })));
-    for (const { id, sink } of sinks) reader.subscribe(id, await events.lastId(id), sink);
+    for (const { id, sink } of sinks)
+      reader.subscribe(ConversationId(id), await events.lastId(ConversationId(id)), sink);
     for (let n = 1; n <= 3; n++)
-      await Promise.all(conversations.map((id) => events.publishAll(id, [delta(n), delta(n + 10)])));
+      await Promise.all(
+        conversations.map((id) => events.publishAll(ConversationId(id), [delta(n), delta(n + 10)])),
+      );
     for (const { id, sink } of sinks) {
       await sink.until(6);
       expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
@@ -109,13 +113,13 @@ describe('ConversationEventReader', () => {
 
   it('replays from any id, then follows, without gap or repeat while appends go on', async () => {
     const id = randomUUID();
-    const first = await events.publish(id, delta(0));
+    const first = await events.publish(ConversationId(id), delta(0));
     const joined: { afterId: string; sink: ReturnType<typeof collector> }[] = [];
     let appended = 0;
     const appending = (async () => {
       for (let n = 1; n <= 150; n++) {
         const batch = Array.from({ length: 1 + (n % 4) }, (_, i) => delta(n * 10 + i));
-        await events.publishAll(id, batch);
+        await events.publishAll(ConversationId(id), batch);
         appended += batch.length;
       }
     })();
@@ -125,7 +129,7 @@ describe('ConversationEventReader', () => {
       const retained = await idsAfter(id, '0-0');
       for (const afterId of [first, retained[Math.floor(retained.length / 2)], retained.at(-1)!]) {
         const sink = collector();
-        reader.subscribe(id, afterId, sink);
+        reader.subscribe(ConversationId(id), afterId, sink);
         joined.push({ afterId, sink });
       }
       await new Promise((r) => setTimeout(r, 5));
@@ -142,14 +146,14 @@ describe('ConversationEventReader', () => {
   it('misses no event while appends from several writers come one at a time during its reads', async () => {
     const id = randomUUID();
     const sink = collector();
-    reader.subscribe(id, await events.lastId(id), sink);
+    reader.subscribe(ConversationId(id), await events.lastId(ConversationId(id)), sink);
     // Four writers as four processes would be: each on connections of its own.
     const own = Array.from({ length: 4 }, () => new RedisConnections({ url: redisUrl }));
     const writers = own.map((c) => new ConversationEvents(c, prefix));
     try {
       await Promise.all(
         writers.map(async (writer, w) => {
-          for (let n = 0; n < 150; n++) await writer.publish(id, delta(w * 1000 + n));
+          for (let n = 0; n < 150; n++) await writer.publish(ConversationId(id), delta(w * 1000 + n));
         }),
       );
     } finally {
@@ -162,9 +166,9 @@ describe('ConversationEventReader', () => {
   it('replays a long backlog page by page, waiting for the sink between pages', async () => {
     const id = randomUUID();
     const live = collector();
-    reader.subscribe(id, '0-0', live);
+    reader.subscribe(ConversationId(id), '0-0', live);
     await events.publishAll(
-      id,
+      ConversationId(id),
       Array.from({ length: 1200 }, (_, n) => delta(n)),
     );
     await live.until(1200);
@@ -174,7 +178,7 @@ describe('ConversationEventReader', () => {
       waits++;
       await new Promise((r) => setTimeout(r, 20));
     };
-    reader.subscribe(id, '0-0', slow);
+    reader.subscribe(ConversationId(id), '0-0', slow);
     await slow.until(1200);
     expect(slow.received.map((e) => e.id)).toEqual(live.received.map((e) => e.id));
     expect(waits).toBe(2); // 1,200 events in pages of 500
@@ -183,23 +187,23 @@ describe('ConversationEventReader', () => {
   it('reads what was appended while its listener was away once it is back', async () => {
     const id = randomUUID();
     const sink = collector();
-    reader.subscribe(id, await events.lastId(id), sink);
-    await events.publish(id, delta(1));
+    reader.subscribe(ConversationId(id), await events.lastId(ConversationId(id)), sink);
+    await events.publish(ConversationId(id), delta(1));
     await sink.until(1);
     const list = (await redis.client('LIST')) as string;
     const listener = list.split('\n').find((line) => line.includes(` name=${prefix}:events-listener`))!;
     await redis.client('KILL', 'ID', /id=(\d+)/.exec(listener)![1]);
-    await events.publishAll(id, [delta(2), delta(3)]);
+    await events.publishAll(ConversationId(id), [delta(2), delta(3)]);
     await sink.until(3);
     expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
   });
 
   it('stops listening to a conversation when its last subscriber leaves', async () => {
     const id = randomUUID();
-    const channel = conversationEventsChannel(prefix, id);
+    const channel = conversationEventsChannel(prefix, ConversationId(id));
     const listeners = async () => ((await redis.pubsub('NUMSUB', channel)) as [string, number])[1];
-    const a = reader.subscribe(id, '0-0', collector());
-    const b = reader.subscribe(id, '0-0', collector());
+    const a = reader.subscribe(ConversationId(id), '0-0', collector());
+    const b = reader.subscribe(ConversationId(id), '0-0', collector());
     await eventually(async () => (await listeners()) === 1, 'the subscription');
     a.close();
     expect(reader.followedCount).toBe(1);
@@ -211,10 +215,10 @@ describe('ConversationEventReader', () => {
   it('is told of each append with its events, and of a large one by its newest id only', async () => {
     const id = randomUUID();
     await withAnnouncements(id, async (told) => {
-      const one = await events.publish(id, delta(1));
-      const many = await events.publishAll(id, [delta(2), delta(3), delta(4)]);
+      const one = await events.publish(ConversationId(id), delta(1));
+      const many = await events.publishAll(ConversationId(id), [delta(2), delta(3), delta(4)]);
       const big: PortalEvent = { type: 'text_delta', turnId: 't', blockId: 'b', text: 'x'.repeat(70_000) };
-      const large = await events.publish(id, big);
+      const large = await events.publish(ConversationId(id), big);
       await eventually(async () => told.length >= 3, 'three announcements');
       expect(told.map(parseAnnouncement)).toEqual([
         { newestId: one, inline: { after: '0-0', events: [{ id: one, event: delta(1) }] } },
@@ -224,18 +228,24 @@ describe('ConversationEventReader', () => {
         },
         { newestId: large },
       ]);
-      expect(await redis.xlen(conversationEventsKey(prefix, id))).toBe(5);
+      expect(await redis.xlen(conversationEventsKey(prefix, ConversationId(id)))).toBe(5);
     });
   });
 
   it('sends appends asked for at once, or while others are in flight, together and in order', async () => {
     const id = randomUUID();
     await withAnnouncements(id, async (told) => {
-      const atOnce = [events.publish(id, delta(1)), events.publish(id, delta(2))];
-      atOnce.push(events.publishAll(id, [delta(3), delta(4)]).then((ids) => ids[1]));
-      const inFlight = events.publish(id, delta(5));
+      const atOnce = [
+        events.publish(ConversationId(id), delta(1)),
+        events.publish(ConversationId(id), delta(2)),
+      ];
+      atOnce.push(events.publishAll(ConversationId(id), [delta(3), delta(4)]).then((ids) => ids[1]));
+      const inFlight = events.publish(ConversationId(id), delta(5));
       await new Promise((resolve) => setImmediate(resolve)); // the append of 1–5 is sent
-      const meanwhile = [events.publish(id, delta(6)), events.publish(id, delta(7))];
+      const meanwhile = [
+        events.publish(ConversationId(id), delta(6)),
+        events.publish(ConversationId(id), delta(7)),
+      ];
       const ids = await Promise.all([...atOnce, inFlight, ...meanwhile]);
       await eventually(async () => told.length >= 2, 'two announcements');
       expect(told.map((message) => parseAnnouncement(message).inline?.events.map((e) => e.event))).toEqual([
@@ -251,14 +261,14 @@ describe('ConversationEventReader', () => {
   it('reads an append too large for its announcement, and goes on with the small ones after it', async () => {
     const id = randomUUID();
     const sink = collector();
-    reader.subscribe(id, '0-0', sink);
-    const channel = conversationEventsChannel(prefix, id);
+    reader.subscribe(ConversationId(id), '0-0', sink);
+    const channel = conversationEventsChannel(prefix, ConversationId(id));
     const listening = async () => ((await redis.pubsub('NUMSUB', channel)) as [string, number])[1] === 1;
     await eventually(listening, 'the subscription');
     const big: PortalEvent = { type: 'text_delta', turnId: 't', blockId: 'b', text: 'y'.repeat(70_000) };
-    await events.publish(id, delta(1));
-    await events.publish(id, big);
-    await events.publishAll(id, [delta(2), delta(3)]);
+    await events.publish(ConversationId(id), delta(1));
+    await events.publish(ConversationId(id), big);
+    await events.publishAll(ConversationId(id), [delta(2), delta(3)]);
     await sink.until(4);
     expect(sink.received.map((e) => e.event)).toEqual([delta(1), big, delta(2), delta(3)]);
     expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));

@@ -1,3 +1,4 @@
+import type { ConversationId } from '@portal/domain';
 import { Logger } from '@nestjs/common';
 import type { RedisClient, RedisConnections } from '@portal/redis';
 import { conversationEventsChannel, conversationEventsKey } from '@portal/contracts';
@@ -84,7 +85,7 @@ export class ConversationEventReader {
    * Hands `sink` every event of the conversation after `afterId`, in order: what is retained
    * first, then new ones as they are appended, until the subscription is closed.
    */
-  subscribe(conversationId: string, afterId: string, sink: EventSink): EventSubscription {
+  subscribe(conversationId: ConversationId, afterId: string, sink: EventSink): EventSubscription {
     const channel = conversationEventsChannel(this.prefix, conversationId);
     const subscriber: Subscriber = { sink, lastId: afterId, live: false, closed: false };
     let followed = this.followed.get(channel);

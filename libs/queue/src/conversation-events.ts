@@ -1,3 +1,4 @@
+import type { ConversationId, TurnId } from '@portal/domain';
 import type { RedisClient, RedisConnections } from '@portal/redis';
 import { conversationEventsChannel, conversationEventsKey, type PortalEvent } from '@portal/contracts';
 import { inSpan, SpanKind, SPAN, traceparent } from '@portal/observability';
@@ -93,7 +94,7 @@ export class ConversationEvents {
     this.writer = connections.shared('events');
   }
 
-  async publish(conversationId: string, event: PortalEvent): Promise<string> {
+  async publish(conversationId: ConversationId, event: PortalEvent): Promise<string> {
     const [id] = await this.publishAll(conversationId, [event]);
     return id;
   }
@@ -105,7 +106,7 @@ export class ConversationEvents {
    * are in flight, go together in one round trip (a block's start and its first delta, a stream's
    * deltas); one connection keeps them in order.
    */
-  async publishAll(conversationId: string, events: readonly PortalEvent[]): Promise<string[]> {
+  async publishAll(conversationId: ConversationId, events: readonly PortalEvent[]): Promise<string[]> {
     if (events.length === 0) return [];
     const attributes = {
       'portal.conversation_id': conversationId,
@@ -119,7 +120,11 @@ export class ConversationEvents {
     );
   }
 
-  private enqueue(conversationId: string, events: readonly PortalEvent[], trace: string): Promise<string[]> {
+  private enqueue(
+    conversationId: ConversationId,
+    events: readonly PortalEvent[],
+    trace: string,
+  ): Promise<string[]> {
     let outbox = this.outboxes.get(conversationId);
     if (!outbox) {
       outbox = { queue: [], busy: false };
@@ -139,7 +144,7 @@ export class ConversationEvents {
    * Sends what is queued: one script per run of appends with the same trace context (each event
    * keeps its own span's traceparent), all at once; once they are answered, what queued meanwhile.
    */
-  private flush(conversationId: string): void {
+  private flush(conversationId: ConversationId): void {
     const outbox = this.outboxes.get(conversationId)!;
     const queue = outbox.queue;
     if (queue.length === 0) {
@@ -168,7 +173,7 @@ export class ConversationEvents {
 
   /** Each event carries `trace`, the publishing span's traceparent, so the SSE send links to it. */
   private async append(
-    conversationId: string,
+    conversationId: ConversationId,
     events: readonly PortalEvent[],
     trace: string,
   ): Promise<string[]> {
@@ -183,7 +188,7 @@ export class ConversationEvents {
   }
 
   /** Everything retained after `afterId` (exclusive), oldest first. */
-  async readAfter(conversationId: string, afterId: string, count = 1000): Promise<StoredEvent[]> {
+  async readAfter(conversationId: ConversationId, afterId: string, count = 1000): Promise<StoredEvent[]> {
     const rows = await this.writer.xrange(
       conversationEventsKey(this.prefix, conversationId),
       `(${afterId}`,
@@ -200,8 +205,8 @@ export class ConversationEvents {
    * `maxScanned` events.
    */
   async turnEvents(
-    conversationId: string,
-    turnId: string,
+    conversationId: ConversationId,
+    turnId: TurnId,
     maxScanned = 10_000,
   ): Promise<StoredEvent[] | null> {
     const key = conversationEventsKey(this.prefix, conversationId);
@@ -223,7 +228,7 @@ export class ConversationEvents {
   }
 
   /** The id of the newest event, or `0-0`: a subscription without `Last-Event-ID` starts after it. */
-  async lastId(conversationId: string): Promise<string> {
+  async lastId(conversationId: ConversationId): Promise<string> {
     const rows = await this.writer.xrevrange(
       conversationEventsKey(this.prefix, conversationId),
       '+',
@@ -235,7 +240,7 @@ export class ConversationEvents {
   }
 
   /** Drops the conversation's stream, retained events included (the conversation was deleted). */
-  async remove(conversationId: string): Promise<void> {
+  async remove(conversationId: ConversationId): Promise<void> {
     await this.writer.del(conversationEventsKey(this.prefix, conversationId));
   }
 }

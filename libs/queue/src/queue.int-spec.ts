@@ -1,3 +1,4 @@
+import { OrgId, TurnId } from '@portal/domain';
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
@@ -188,7 +189,10 @@ describe('the BullMQ transport with the real Redis', () => {
   it('gives the handler a context exposing the BullMQ job, its lock and the shutdown signal', () =>
     withApp('context', [ProgressHandler], async (app) => {
       await app.listen();
-      const record = new JobRecord({ orgId: 'acme', turnId: 't-ctx' }, { jobId: 'run-turn:t-ctx:open' });
+      const record = new JobRecord(
+        { orgId: OrgId('acme'), turnId: TurnId('t-ctx') },
+        { jobId: 'run-turn:t-ctx:open' },
+      );
       const job = await lastValueFrom(app.get(BullMqClient).emit(QueueName.Turns, record));
       const context = await contexts.promise;
       expect(context).toMatchObject({ id: job.id, name: 'run-turn', attemptsMade: 0, aborted: false });
@@ -200,7 +204,10 @@ describe('the BullMQ transport with the real Redis', () => {
   it('adds a job once for one job id, however often it is emitted', () =>
     withApp('dedup', [RecordingHandler], async (app) => {
       const client = app.get(BullMqClient);
-      const record = new JobRecord({ orgId: 'acme', turnId: 't-once' }, { jobId: 'run-turn:t-once:open' });
+      const record = new JobRecord(
+        { orgId: OrgId('acme'), turnId: TurnId('t-once') },
+        { jobId: 'run-turn:t-once:open' },
+      );
       await lastValueFrom(client.emit(QueueName.Turns, record));
       await lastValueFrom(client.emit(QueueName.Turns, record));
       expect(await client.queue(QueueName.Turns).getJobCounts('waiting')).toEqual({ waiting: 1 });

@@ -1,3 +1,4 @@
+import { AttachmentId, OrgId } from '@portal/domain';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readRedisUrl } from '@portal/contracts';
 import { RedisConnections } from '@portal/redis';
@@ -11,11 +12,11 @@ describe('UploadHandOff', () => {
     const redis = new RedisConnections({ url: redisUrl });
     const handoff = new UploadHandOff(redis, prefix);
     try {
-      const key = { orgId: 'acme', attachmentId: randomUUID() };
+      const key = { orgId: OrgId('acme'), attachmentId: AttachmentId(randomUUID()) };
       const bytes = randomBytes(1_000_000);
       expect(await handoff.put(key, bytes, 60_000)).toBe(true);
       expect((await handoff.take(key))?.equals(bytes)).toBe(true);
-      expect(await handoff.take({ ...key, orgId: 'globex' })).toBeNull();
+      expect(await handoff.take({ ...key, orgId: OrgId('globex') })).toBeNull();
       await handoff.drop(key);
       expect(await handoff.take(key)).toBeNull();
       expect(await handoff.put(key, bytes, 0)).toBe(false);
@@ -29,7 +30,7 @@ describe('UploadHandOff', () => {
     const redis = new RedisConnections({ url: 'redis://127.0.0.1:1' }); // nothing listens on port 1;
     const handoff = new UploadHandOff(redis, prefix);
     try {
-      const key = { orgId: 'acme', attachmentId: randomUUID() };
+      const key = { orgId: OrgId('acme'), attachmentId: AttachmentId(randomUUID()) };
       expect(await handoff.put(key, Buffer.from('bytes'), 60_000)).toBe(false);
       expect(await handoff.take(key)).toBeNull();
       await expect(handoff.drop(key)).resolves.toBeUndefined();

@@ -1,9 +1,10 @@
+import type { AttachmentId, OrgId } from '@portal/domain';
 import type { RedisClient, RedisConnections } from '@portal/redis';
 
 /** Whose upload: the org scopes the key, so another org's id finds nothing. */
 export interface UploadKey {
-  orgId: string;
-  attachmentId: string;
+  orgId: OrgId;
+  attachmentId: AttachmentId;
 }
 
 /**

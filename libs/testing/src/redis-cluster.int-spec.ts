@@ -1,3 +1,4 @@
+import { AttachmentId, ConversationId, OrgId, TurnId } from '@portal/domain';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import {
@@ -87,19 +88,21 @@ describe('on a Redis Cluster', () => {
       { type: 'turn_state', turnId, status: 'completed' },
     ];
     // At once, as under load: appends of one tick share a pipeline per node.
-    await Promise.all(conversations.map((id) => events.publishAll(id, batch(`t-${id}`))));
+    await Promise.all(conversations.map((id) => events.publishAll(ConversationId(id), batch(`t-${id}`))));
     for (const id of conversations) {
-      const stored = await events.readAfter(id, '0-0');
+      const stored = await events.readAfter(ConversationId(id), '0-0');
       expect(stored.map((s) => s.event)).toEqual(batch(`t-${id}`));
     }
-    const owners = await Promise.all(conversations.map((id) => ownerOf(conversationEventsKey(prefix, id))));
+    const owners = await Promise.all(
+      conversations.map((id) => ownerOf(conversationEventsKey(prefix, ConversationId(id)))),
+    );
     expect(new Set(owners)).toEqual(new Set(cluster.nodes.map((n) => n.port)));
 
     // The gateway's reader: the replay, then a live append announced on the conversation's slot.
     const reader = new ConversationEventReader(redis, prefix);
     const received: PortalEvent[] = [];
     let arrived = () => undefined as void;
-    const subscription = reader.subscribe(conversations[0], '0-0', {
+    const subscription = reader.subscribe(ConversationId(conversations[0]), '0-0', {
       deliver: (stored) => {
         received.push(...stored.map((s) => s.event));
         arrived();
@@ -112,7 +115,7 @@ describe('on a Redis Cluster', () => {
     const all = new Promise<void>(
       (resolve) => (arrived = () => received.length >= expected.length && resolve()),
     );
-    await events.publishAll(conversations[0], live);
+    await events.publishAll(ConversationId(conversations[0]), live);
     await all;
     expect(received).toEqual(expected);
     subscription.close();
@@ -140,7 +143,10 @@ describe('on a Redis Cluster', () => {
     });
     try {
       await app.listen();
-      const job = new JobRecord({ orgId: 'acme', turnId: 't-1' }, { jobId: 'run-turn:t-1:open' });
+      const job = new JobRecord(
+        { orgId: OrgId('acme'), turnId: TurnId('t-1') },
+        { jobId: 'run-turn:t-1:open' },
+      );
       await lastValueFrom(app.get(BullMqClient).emit(QueueName.Turns, job));
       await expect(received).resolves.toEqual({ orgId: 'acme', turnId: 't-1' });
       const keys = (
@@ -157,7 +163,7 @@ describe('on a Redis Cluster', () => {
 
   it('hands an upload off and carries the cancel signal to a subscriber', async () => {
     const handoff = new UploadHandOff(redis, prefix);
-    const key = { orgId: 'acme', attachmentId: randomUUID() };
+    const key = { orgId: OrgId('acme'), attachmentId: AttachmentId(randomUUID()) };
     const bytes = randomBytes(200_000);
     expect(await handoff.put(key, bytes, 60_000)).toBe(true);
     expect((await handoff.take(key))?.equals(bytes)).toBe(true);

@@ -1,3 +1,4 @@
+import { AgentId } from '@portal/domain';
 import { Body, Controller, Get, Inject, Param, Patch, Post } from '@nestjs/common';
 import { AuthorsOnly, Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
@@ -16,7 +17,7 @@ export class AgentsController {
 
   @Get(':id')
   get(@Caller() caller: Principal, @Param('id') id: string): Promise<AgentView> {
-    return this.agents.get(caller, id);
+    return this.agents.get(caller, AgentId(id));
   }
 
   @AuthorsOnly()
@@ -32,6 +33,6 @@ export class AgentsController {
     @Param('id') id: string,
     @Body(new ZodBody(agentPatchSchema)) body: AgentPatch,
   ): Promise<AgentView> {
-    return this.agents.update(caller, id, body);
+    return this.agents.update(caller, AgentId(id), body);
   }
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AgentRepository, SkillRepository, type Agent } from '@portal/dal';
-import { DomainError } from '@portal/domain';
+import { AgentId, DomainError } from '@portal/domain';
 import type { Principal } from '../common/principal.types';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { canSee } from '../skills/skill-access.util';
@@ -24,7 +24,7 @@ export class AgentsService {
     return Promise.all(agents.map((agent) => this.view(agent)));
   }
 
-  async get(caller: Principal, agentId: string): Promise<AgentView> {
+  async get(caller: Principal, agentId: AgentId): Promise<AgentView> {
     return this.view(await this.find(caller, agentId));
   }
 
@@ -34,15 +34,15 @@ export class AgentsService {
     const { skills: _slugs, ...agent } = spec;
     await this.dataSource.transaction(async (em) => {
       const agents = new AgentRepository(em);
-      if (!(await agents.create(caller.orgId, agent))) {
+      if (!(await agents.create(caller.orgId, { ...agent, id: AgentId(agent.id) }))) {
         throw new DomainError('conflict', `Agent "${spec.id}" already exists`);
       }
-      await agents.setSkills(caller.orgId, spec.id, skillIds);
+      await agents.setSkills(caller.orgId, AgentId(spec.id), skillIds);
     });
-    return this.get(caller, spec.id);
+    return this.get(caller, AgentId(spec.id));
   }
 
-  async update(caller: Principal, agentId: string, patch: AgentPatch): Promise<AgentView> {
+  async update(caller: Principal, agentId: AgentId, patch: AgentPatch): Promise<AgentView> {
     const current = await this.find(caller, agentId);
     const { skills: slugs, ...fields } = patch;
     const next = { ...current, ...fields };
@@ -58,7 +58,7 @@ export class AgentsService {
     return this.get(caller, agentId);
   }
 
-  private async find(caller: Principal, agentId: string): Promise<Agent> {
+  private async find(caller: Principal, agentId: AgentId): Promise<Agent> {
     const agent = await this.agents.get(caller.orgId, agentId);
     if (!agent) throw new DomainError('not_found', `Agent ${agentId} not found`);
     return agent;

@@ -1,3 +1,4 @@
+import { AttachmentId, OrgId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import sharp from 'sharp';
 import { AttachmentRepository, BLOB_STORE, type BlobStore } from '@portal/dal';
@@ -29,8 +30,8 @@ async function picture(conversationId: string | null): Promise<string> {
     .toBuffer();
   await gw.app
     .get<BlobStore>(BLOB_STORE)
-    .put({ orgId: 'acme', attachmentId: id, variant: 'original' }, original);
-  await new AttachmentRepository(gw.db.dataSource).update('acme', id, {
+    .put({ orgId: OrgId('acme'), attachmentId: AttachmentId(id), variant: 'original' }, original);
+  await new AttachmentRepository(gw.db.dataSource).update(OrgId('acme'), AttachmentId(id), {
     status: 'finished',
     picture: { width: 2048, height: 683, originalWidth: 3000, originalHeight: 1000 },
   });
@@ -69,7 +70,9 @@ describe('GET /v1/attachments/:id/content', () => {
     const document = await attachment(gw, { kind: 'document', conversationId });
     const pending = await attachment(gw, { kind: 'picture', conversationId });
     const gone = await picture(conversationId);
-    await gw.app.get<BlobStore>(BLOB_STORE).removeAll({ orgId: 'acme', attachmentId: gone });
+    await gw.app
+      .get<BlobStore>(BLOB_STORE)
+      .removeAll({ orgId: OrgId('acme'), attachmentId: AttachmentId(gone) });
     for (const id of [document, pending, gone]) {
       const res = await content(id);
       expect(res.status).toBe(404);

@@ -6,7 +6,7 @@ import {
   visionLimitsFor,
   type BlobStore,
 } from '@portal/dal';
-import { DomainError } from '@portal/domain';
+import { AttachmentId, DomainError } from '@portal/domain';
 import type { Principal } from '../common/principal.types';
 import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';
 import { AttachmentsService } from './attachments.service';
@@ -36,16 +36,16 @@ export class AttachmentContentService {
     this.copies = new PictureCopies(blobs);
   }
 
-  async picture(caller: Principal, attachmentId: string): Promise<AttachmentContent> {
+  async picture(caller: Principal, attachmentId: AttachmentId): Promise<AttachmentContent> {
     const manifest = await this.attachments.manifest(caller, attachmentId);
     if (manifest.kind !== 'picture') throw noContent(attachmentId, 'a document is shown by its manifest');
-    const found = await this.repository.getForIngest(caller.orgId, manifest.id);
+    const found = await this.repository.getForIngest(caller.orgId, AttachmentId(manifest.id));
     if (manifest.status !== 'finished' || !manifest.picture || !found) {
       throw noContent(attachmentId, `the picture is ${manifest.status}, not read yet or unreadable`);
     }
     const limits = visionLimitsFor(this.config.catalogue, found.model);
     const copy = await this.copies.get(
-      { orgId: caller.orgId, attachmentId: manifest.id },
+      { orgId: caller.orgId, attachmentId: AttachmentId(manifest.id) },
       manifest.picture,
       limits,
     );
@@ -54,6 +54,6 @@ export class AttachmentContentService {
   }
 }
 
-function noContent(attachmentId: string, why: string): DomainError {
+function noContent(attachmentId: AttachmentId, why: string): DomainError {
   return new DomainError('not_found', `Attachment ${attachmentId} has no content to show: ${why}`);
 }

@@ -1,6 +1,6 @@
 import { Controller, Get, HttpCode, Inject, Param, Post, Req, Res, StreamableFile } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AttachmentManifest } from '@portal/domain';
+import { AttachmentId, type AttachmentManifest } from '@portal/domain';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
 import { AttachmentContentService } from './attachment-content.service';
@@ -21,7 +21,7 @@ export class AttachmentsController {
 
   @Get(':id')
   get(@Caller() caller: Principal, @Param('id') id: string): Promise<AttachmentManifest> {
-    return this.attachments.manifest(caller, id);
+    return this.attachments.manifest(caller, AttachmentId(id));
   }
 
   /**
@@ -34,7 +34,7 @@ export class AttachmentsController {
     @Param('id') id: string,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<StreamableFile> {
-    const { mimeType, data } = await this.content.picture(caller, id);
+    const { mimeType, data } = await this.content.picture(caller, AttachmentId(id));
     void reply.header('cache-control', 'private, max-age=86400');
     return new StreamableFile(data, { type: mimeType, disposition: 'inline', length: data.length });
   }

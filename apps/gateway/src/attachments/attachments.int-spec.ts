@@ -1,3 +1,4 @@
+import { AgentId, AttachmentId, OrgId, UserId } from '@portal/domain';
 import fastifyMultipart from '@fastify/multipart';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
@@ -45,15 +46,15 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const ds = db.dataSource;
   const users = new UserRepository(ds);
-  for (const org of ['acme', 'globex']) await new OrgRepository(ds).upsert(org);
-  await users.upsert('acme', 'alice', 'member');
-  await users.upsert('acme', 'bob', 'member');
-  await users.upsert('globex', 'carol', 'admin');
-  await users.addApiKey('acme', 'alice', ALICE);
-  await users.addApiKey('acme', 'bob', BOB);
-  await users.addApiKey('globex', 'carol', CAROL);
-  await new AgentRepository(ds).upsert('acme', {
-    id: 'helper',
+  for (const org of ['acme', 'globex']) await new OrgRepository(ds).upsert(OrgId(org));
+  await users.upsert(OrgId('acme'), UserId('alice'), 'member');
+  await users.upsert(OrgId('acme'), UserId('bob'), 'member');
+  await users.upsert(OrgId('globex'), UserId('carol'), 'admin');
+  await users.addApiKey(OrgId('acme'), UserId('alice'), ALICE);
+  await users.addApiKey(OrgId('acme'), UserId('bob'), BOB);
+  await users.addApiKey(OrgId('globex'), UserId('carol'), CAROL);
+  await new AgentRepository(ds).upsert(OrgId('acme'), {
+    id: AgentId('helper'),
     name: 'Helper',
     instructions: 'Help.',
     model: 'portal-local',
@@ -63,8 +64,8 @@ beforeAll(async () => {
     compactionGuidance: null,
   });
   const conversations = new ConversationRepository(ds);
-  aliceConversation = (await conversations.create('acme', 'alice', 'helper'))!.id;
-  bobConversation = (await conversations.create('acme', 'bob', 'helper'))!.id;
+  aliceConversation = (await conversations.create(OrgId('acme'), UserId('alice'), AgentId('helper')))!.id;
+  bobConversation = (await conversations.create(OrgId('acme'), UserId('bob'), AgentId('helper')))!.id;
 
   ({ app, base } = await startGateway(60_000));
 });
@@ -170,11 +171,13 @@ describe('POST /v1/attachments', () => {
     expect(job?.name).toBe('ingest-attachment');
     expect(job?.data).toEqual({ orgId: 'acme', attachmentId: res.body.id });
     const blobs = app.get<BlobStore>(BLOB_STORE);
-    expect(await blobs.get({ orgId: 'acme', attachmentId: res.body.id, variant: 'original' })).toEqual(bytes);
+    expect(await blobs.get({ orgId: OrgId('acme'), attachmentId: res.body.id, variant: 'original' })).toEqual(
+      bytes,
+    );
     // Handed off to the ingest worker too, under the org's key only.
     const handoff = app.get(UploadHandOff);
-    expect(await handoff.take({ orgId: 'acme', attachmentId: res.body.id })).toEqual(bytes);
-    expect(await handoff.take({ orgId: 'globex', attachmentId: res.body.id })).toBeNull();
+    expect(await handoff.take({ orgId: OrgId('acme'), attachmentId: res.body.id })).toEqual(bytes);
+    expect(await handoff.take({ orgId: OrgId('globex'), attachmentId: res.body.id })).toBeNull();
   });
 
   it('takes the conversation from the field before or after the file', async () => {
@@ -186,7 +189,7 @@ describe('POST /v1/attachments', () => {
       );
       const res = await post(ALICE, body);
       expect(res.body).toMatchObject({ kind: 'document', mimeType: 'text/markdown', filename: 'notes.md' });
-      const [scope] = await new AttachmentRepository(db.dataSource).getScopes('acme', [res.body.id]);
+      const [scope] = await new AttachmentRepository(db.dataSource).getScopes(OrgId('acme'), [res.body.id]);
       expect(scope).toEqual({ id: res.body.id, userId: 'alice', conversationId: aliceConversation });
     }
   });
@@ -309,7 +312,13 @@ describe('POST /v1/attachments without the hand-off (UPLOAD_HANDOFF_TTL=0)', () 
     const add = queue.add.bind(queue);
     const watch = jest.spyOn(queue, 'add').mockImplementation(async (name, data, opts) => {
       const { orgId, attachmentId } = data as { orgId: string; attachmentId: string };
-      storedWhenQueued.push(await blobs.get({ orgId, attachmentId, variant: 'original' }));
+      storedWhenQueued.push(
+        await blobs.get({
+          orgId: OrgId(orgId),
+          attachmentId: AttachmentId(attachmentId),
+          variant: 'original',
+        }),
+      );
       return add(name, data, opts);
     });
     try {
@@ -322,7 +331,9 @@ describe('POST /v1/attachments without the hand-off (UPLOAD_HANDOFF_TTL=0)', () 
       expect(res.status).toBe(201);
       const { id } = (await res.json()) as { id: string };
       expect(storedWhenQueued).toEqual([bytes]);
-      expect(await gateway.app.get(UploadHandOff).take({ orgId: 'acme', attachmentId: id })).toBeNull();
+      expect(
+        await gateway.app.get(UploadHandOff).take({ orgId: OrgId('acme'), attachmentId: AttachmentId(id) }),
+      ).toBeNull();
     } finally {
       watch.mockRestore();
       await gateway.app.close();
@@ -333,7 +344,7 @@ describe('POST /v1/attachments without the hand-off (UPLOAD_HANDOFF_TTL=0)', () 
 describe('GET /v1/attachments/:id', () => {
   it('returns the manifest with its current status', async () => {
     const { body: created } = await post(ALICE, form({ bytes: Buffer.from('Xin chào'), name: 'hello.txt' }));
-    await new AttachmentRepository(db.dataSource).update('acme', created.id, {
+    await new AttachmentRepository(db.dataSource).update(OrgId('acme'), created.id, {
       status: 'reading',
       pageCount: 2,
       pagesRead: 1,

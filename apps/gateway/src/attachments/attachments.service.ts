@@ -11,7 +11,7 @@ import {
   type BlobKey,
   type BlobStore,
 } from '@portal/dal';
-import { DomainError, type AttachmentManifest } from '@portal/domain';
+import { AttachmentId, type AttachmentManifest, ConversationId, DomainError } from '@portal/domain';
 import { cutText } from '@portal/prompt';
 import { BullMqClient, JobRecord, UploadHandOff } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
@@ -53,7 +53,11 @@ export class AttachmentsService {
     const type = detectAttachmentType(upload.bytes);
     if (!type.ok) throw new DomainError('unsupported_type', type.reason);
 
-    const original: BlobKey = { orgId: caller.orgId, attachmentId: randomUUID(), variant: 'original' };
+    const original: BlobKey = {
+      orgId: caller.orgId,
+      attachmentId: AttachmentId(randomUUID()),
+      variant: 'original',
+    };
     const handingOff = this.handoff.put(original, upload.bytes, this.config.handoffTtlMs);
     let created: AttachmentManifest | null = null;
     try {
@@ -80,7 +84,7 @@ export class AttachmentsService {
       this.queues.emit(
         QueueName.Attachments,
         new JobRecord(
-          { orgId: caller.orgId, attachmentId: created.id },
+          { orgId: caller.orgId, attachmentId: AttachmentId(created.id) },
           { jobId: `ingest-attachment:${created.id}:upload` },
         ),
       ),
@@ -93,7 +97,7 @@ export class AttachmentsService {
   }
 
   /** The caller's own attachment; another user's or org's answers 404 exactly as a missing one. */
-  async manifest(caller: Principal, attachmentId: string): Promise<AttachmentManifest> {
+  async manifest(caller: Principal, attachmentId: AttachmentId): Promise<AttachmentManifest> {
     const [scope] = await this.attachments.getScopes(caller.orgId, [attachmentId]);
     const manifest =
       scope?.userId === caller.userId && (await this.attachments.getManifest(caller.orgId, attachmentId));
@@ -103,9 +107,9 @@ export class AttachmentsService {
 
   private async readParts(
     request: FastifyRequest,
-  ): Promise<{ upload: Upload | null; conversationId: string | null }> {
+  ): Promise<{ upload: Upload | null; conversationId: ConversationId | null }> {
     let upload: Upload | null = null;
-    let conversationId: string | null = null;
+    let conversationId: ConversationId | null = null;
     try {
       const parts = request.parts({
         limits: { fileSize: this.config.maxBytes, files: 1, fields: 4, fieldSize: 256 },
@@ -119,7 +123,7 @@ export class AttachmentsService {
           typeof part.value === 'string' &&
           part.value !== ''
         ) {
-          conversationId = part.value;
+          conversationId = ConversationId(part.value);
         }
       }
     } catch (err) {

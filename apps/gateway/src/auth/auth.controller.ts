@@ -1,3 +1,4 @@
+import type { OrgId } from '@portal/domain';
 import { Controller, Get, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Caller, Public } from '../common/auth.decorator';
@@ -22,7 +23,7 @@ export class AuthController {
   @Get('oidc/:orgId/login')
   @Public()
   async login(
-    @Param('orgId') orgId: string,
+    @Param('orgId') orgId: OrgId,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
@@ -39,7 +40,7 @@ export class AuthController {
   @Get('oidc/:orgId/callback')
   @Public()
   async callback(
-    @Param('orgId') orgId: string,
+    @Param('orgId') orgId: OrgId,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {

@@ -1,3 +1,4 @@
+import { OrgId } from '@portal/domain';
 import { z } from 'zod';
 import type { Env } from '@portal/contracts';
 import type { UserRole } from '@portal/dal';
@@ -27,7 +28,7 @@ export const oidcSchema = z.strictObject({
 
 /** An org's provider as the gateway uses it: the secret read from its env var. */
 export interface OidcProvider {
-  orgId: string;
+  orgId: OrgId;
   /** What the sign-in button names: the org's name. */
   name: string;
   issuer: string;
@@ -59,7 +60,7 @@ export function oidcProviders(
     if (clientSecretEnv && !secret)
       problems.push(`orgs[${o}].oidc.clientSecretEnv: ${clientSecretEnv} is not set`);
     providers.push({
-      orgId: org.id,
+      orgId: OrgId(org.id),
       name: org.name ?? org.id,
       issuer,
       clientId,

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import * as oidc from 'openid-client';
 import { UserRepository, type User } from '@portal/dal';
-import { DomainError } from '@portal/domain';
+import { DomainError, type OrgId } from '@portal/domain';
 import { RedisConnections, type RedisClient } from '@portal/redis';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { isLoopback, roleOf, type OidcProvider } from './oidc-config';
@@ -14,7 +14,7 @@ const SCOPE = 'openid profile email';
 
 /** What the login leaves for its callback, in Redis under the sign-in cookie's hash. */
 interface PendingSignIn {
-  orgId: string;
+  orgId: OrgId;
   state: string;
   nonce: string;
   verifier: string;
@@ -22,13 +22,13 @@ interface PendingSignIn {
 }
 
 export interface ProviderView {
-  orgId: string;
+  orgId: OrgId;
   name: string;
   loginUrl: string;
 }
 
-export const loginPath = (orgId: string) => `/v1/auth/oidc/${encodeURIComponent(orgId)}/login`;
-export const callbackPath = (orgId: string) => `/v1/auth/oidc/${encodeURIComponent(orgId)}/callback`;
+export const loginPath = (orgId: OrgId) => `/v1/auth/oidc/${encodeURIComponent(orgId)}/login`;
+export const callbackPath = (orgId: OrgId) => `/v1/auth/oidc/${encodeURIComponent(orgId)}/callback`;
 
 /**
  * The authorization code flow with PKCE, `state` and `nonce` against each org's provider, through
@@ -67,7 +67,7 @@ export class OidcService {
   }
 
   /** Where to send the browser, and the sign-in cookie's value. `origin` is the portal's, as the browser sees it. */
-  async login(orgId: string, origin: string): Promise<{ location: string; signIn: string }> {
+  async login(orgId: OrgId, origin: string): Promise<{ location: string; signIn: string }> {
     const configuration = await this.configuration(this.provider(orgId));
     const pending: PendingSignIn = {
       orgId,
@@ -95,7 +95,7 @@ export class OidcService {
    * found or created by the token's `sub` in this org.
    */
   async callback(
-    orgId: string,
+    orgId: OrgId,
     signIn: string | null,
     query: string,
   ): Promise<{ user: User; name: string | null }> {
@@ -138,7 +138,7 @@ export class OidcService {
     return { user, name: (name as string | undefined) ?? null };
   }
 
-  private provider(orgId: string): OidcProvider {
+  private provider(orgId: OrgId): OidcProvider {
     const provider = this.providers.get(orgId);
     if (!provider) throw new DomainError('not_found', `Org ${orgId} has no identity provider`);
     return provider;

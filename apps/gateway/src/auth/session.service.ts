@@ -1,3 +1,4 @@
+import type { OrgId, UserId } from '@portal/domain';
 import { createHash, randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { User } from '@portal/dal';
@@ -11,8 +12,8 @@ export const SESSION_COOKIE = 'portal_session';
 export const CSRF_HEADER = 'x-portal-csrf';
 
 export interface Session {
-  orgId: string;
-  userId: string;
+  orgId: OrgId;
+  userId: UserId;
   /** The token `X-Portal-CSRF` must match (given by `GET /v1/me`). */
   csrf: string;
   /** The person's name from the ID token, when it had one. */

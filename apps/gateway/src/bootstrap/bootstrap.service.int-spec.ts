@@ -1,3 +1,4 @@
+import { AgentId, OrgId, UserId } from '@portal/domain';
 import { AgentRepository, UserRepository } from '@portal/dal';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import {
@@ -63,11 +64,11 @@ describe('the bootstrap file', () => {
     changed.orgs[0].skills[0].description = 'Check every claim.';
     await service(fileEnv(changed)).apply();
     const agents = new AgentRepository(db.dataSource);
-    expect((await agents.get('acme', 'researcher'))!.name).toBe('Senior researcher');
+    expect((await agents.get(OrgId('acme'), AgentId('researcher')))!.name).toBe('Senior researcher');
     expect(await db.dataSource.query(`SELECT id, description FROM skills WHERE slug = 'fact-check'`)).toEqual(
       [{ id: before[0].id, description: 'Check every claim.' }],
     );
-    expect(await agents.listSkillIds('acme', 'researcher')).toHaveLength(1);
+    expect(await agents.listSkillIds(OrgId('acme'), AgentId('researcher'))).toHaveLength(1);
   });
 
   it('stops the boot, naming the file and field, and writes nothing', async () => {
@@ -107,9 +108,13 @@ describe('a user the file no longer lists', () => {
     const withoutBob = structuredClone(STANDARD_BOOTSTRAP) as any;
     withoutBob.orgs[0].users = withoutBob.orgs[0].users.filter((u: { id: string }) => u.id !== 'bob');
     await service(fileEnv(withoutBob)).apply();
-    expect(await users.get('acme', 'bob')).toBeNull();
+    expect(await users.get(OrgId('acme'), UserId('bob'))).toBeNull();
     expect(await users.findByApiKey('pk_test_bob_member')).toBeNull();
-    expect(await users.get('acme', 'alice')).toEqual({ orgId: 'acme', id: 'alice', role: 'author' });
+    expect(await users.get(OrgId('acme'), UserId('alice'))).toEqual({
+      orgId: 'acme',
+      id: 'alice',
+      role: 'author',
+    });
     // Removed, not deleted: what bob wrote stays with the org.
     expect(
       await db.dataSource.query(`SELECT removed_at IS NOT NULL AS removed FROM users WHERE id = 'bob'`),
@@ -134,7 +139,9 @@ describe('without a bootstrap file', () => {
       id: 'demo',
       role: 'admin',
     });
-    expect(await new AgentRepository(db.dataSource).get(DEMO.orgId, DEMO.agentId)).toMatchObject({
+    expect(
+      await new AgentRepository(db.dataSource).get(OrgId(DEMO.orgId), AgentId(DEMO.agentId)),
+    ).toMatchObject({
       model: 'seeing',
       effort: 'medium',
     });
@@ -148,14 +155,20 @@ describe('without a bootstrap file', () => {
   it('keeps changes people made to the demo agent, but moves it off a model that left the catalogue', async () => {
     await service({}).apply();
     const agents = new AgentRepository(db.dataSource);
-    const agent = (await agents.get(DEMO.orgId, DEMO.agentId))!;
-    await agents.upsert(DEMO.orgId, { ...agent, name: 'Helper', model: 'blind' });
+    const agent = (await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId)))!;
+    await agents.upsert(OrgId(DEMO.orgId), { ...agent, name: 'Helper', model: 'blind' });
     await service({}).apply();
-    expect(await agents.get(DEMO.orgId, DEMO.agentId)).toMatchObject({ name: 'Helper', model: 'blind' });
+    expect(await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId))).toMatchObject({
+      name: 'Helper',
+      model: 'blind',
+    });
 
     const onlySeeing = MODELS_YAML.slice(0, MODELS_YAML.indexOf('  - id: blind'));
     await service({ PORTAL_MODELS_FILE: tempFile('models.yaml', onlySeeing) }).apply();
-    expect(await agents.get(DEMO.orgId, DEMO.agentId)).toMatchObject({ name: 'Helper', model: 'seeing' });
+    expect(await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId))).toMatchObject({
+      name: 'Helper',
+      model: 'seeing',
+    });
   });
 
   it('lets a restarted gateway keep the key printed the first time', async () => {

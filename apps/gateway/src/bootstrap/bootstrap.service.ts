@@ -1,3 +1,4 @@
+import { AgentId, OrgId, UserId } from '@portal/domain';
 import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { AgentRepository, DalError, OrgRepository, SkillRepository, UserRepository } from '@portal/dal';
@@ -61,11 +62,11 @@ export class BootstrapService implements OnApplicationBootstrap {
       new AgentRepository(em),
     ];
     for (const [o, org] of doc.orgs.entries()) {
-      await orgs.upsert(org.id, org.name ?? org.id);
+      await orgs.upsert(OrgId(org.id), org.name ?? org.id);
       for (const [u, user] of org.users.entries()) {
-        await users.upsert(org.id, user.id, user.role);
+        await users.upsert(OrgId(org.id), UserId(user.id), user.role);
         try {
-          await users.addApiKey(org.id, user.id, user.apiKey);
+          await users.addApiKey(OrgId(org.id), UserId(user.id), user.apiKey);
         } catch (err) {
           if (!(err instanceof DalError && err.code === 'api_key_taken')) throw err;
           throw new BootstrapError(
@@ -74,20 +75,20 @@ export class BootstrapService implements OnApplicationBootstrap {
         }
       }
       const removed = await users.removeUnlisted(
-        org.id,
+        OrgId(org.id),
         org.users.map((user) => user.id),
       );
       if (removed.length) this.logger.log(`Org "${org.id}": removed users ${removed.join(', ')}`);
       const skillIds = new Map<string, string>();
       for (const { owner, ...skill } of org.skills) {
-        const stored = await skills.upsert(org.id, { ...skill, ownerId: owner });
+        const stored = await skills.upsert(OrgId(org.id), { ...skill, ownerId: owner });
         skillIds.set(stored.slug, stored.id);
       }
       for (const { skills: slugs, ...agent } of org.agents) {
-        await agents.upsert(org.id, agent);
+        await agents.upsert(OrgId(org.id), { ...agent, id: AgentId(agent.id) });
         await agents.setSkills(
-          org.id,
-          agent.id,
+          OrgId(org.id),
+          AgentId(agent.id),
           slugs.map((slug) => skillIds.get(slug)!),
         );
       }
@@ -99,12 +100,13 @@ export class BootstrapService implements OnApplicationBootstrap {
     const defaultModel = this.config.catalogue[0].id;
     return this.dataSource.transaction(async (em) => {
       const [users, agents] = [new UserRepository(em), new AgentRepository(em)];
-      await new OrgRepository(em).upsert(DEMO.orgId, 'Demo');
-      if (!(await users.get(DEMO.orgId, DEMO.userId))) await users.upsert(DEMO.orgId, DEMO.userId, 'admin');
-      const agent = await agents.get(DEMO.orgId, DEMO.agentId);
+      await new OrgRepository(em).upsert(OrgId(DEMO.orgId), 'Demo');
+      if (!(await users.get(OrgId(DEMO.orgId), UserId(DEMO.userId))))
+        await users.upsert(OrgId(DEMO.orgId), UserId(DEMO.userId), 'admin');
+      const agent = await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId));
       if (!agent) {
-        await agents.upsert(DEMO.orgId, {
-          id: DEMO.agentId,
+        await agents.upsert(OrgId(DEMO.orgId), {
+          id: AgentId(DEMO.agentId),
           name: 'Assistant',
           instructions: '',
           model: defaultModel,
@@ -115,11 +117,11 @@ export class BootstrapService implements OnApplicationBootstrap {
         });
       } else if (!findModel(this.config.catalogue, agent.model)) {
         // The catalogue changed under the demo agent: move it to the default model.
-        await agents.upsert(DEMO.orgId, { ...agent, model: defaultModel });
+        await agents.upsert(OrgId(DEMO.orgId), { ...agent, model: defaultModel });
       }
-      if (await users.hasApiKey(DEMO.orgId, DEMO.userId)) return null;
+      if (await users.hasApiKey(OrgId(DEMO.orgId), UserId(DEMO.userId))) return null;
       const apiKey = newApiKey();
-      await users.addApiKey(DEMO.orgId, DEMO.userId, apiKey);
+      await users.addApiKey(OrgId(DEMO.orgId), UserId(DEMO.userId), apiKey);
       return apiKey;
     });
   }

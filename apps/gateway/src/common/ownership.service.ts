@@ -5,7 +5,7 @@ import {
   type Conversation,
   type ConversationWithAgent,
 } from '@portal/dal';
-import { DomainError, type Turn } from '@portal/domain';
+import { type ConversationId, DomainError, type Turn, type TurnId } from '@portal/domain';
 import type { Principal } from './principal.types';
 
 /**
@@ -19,20 +19,23 @@ export class OwnershipService {
     @Inject(TurnRepository) private readonly turns: TurnRepository,
   ) {}
 
-  async conversation(caller: Principal, conversationId: string): Promise<Conversation> {
+  async conversation(caller: Principal, conversationId: ConversationId): Promise<Conversation> {
     const conversation = await this.conversations.getForUser(caller.orgId, caller.userId, conversationId);
     return conversation ?? notFound(conversationId);
   }
 
   /** The conversation with its agent, its open turn's id and the agent's catalogue for the caller, in one query. */
-  async conversationWithAgent(caller: Principal, conversationId: string): Promise<ConversationWithAgent> {
+  async conversationWithAgent(
+    caller: Principal,
+    conversationId: ConversationId,
+  ): Promise<ConversationWithAgent> {
     const found = await this.conversations.getWithAgent(caller.orgId, conversationId, {
       userId: caller.userId,
     });
     return found ?? notFound(conversationId);
   }
 
-  async turn(caller: Principal, turnId: string): Promise<Turn> {
+  async turn(caller: Principal, turnId: TurnId): Promise<Turn> {
     const turn = await this.turns.get(caller.orgId, turnId);
     const owned =
       turn && (await this.conversations.getForUser(caller.orgId, caller.userId, turn.conversationId));
@@ -41,6 +44,6 @@ export class OwnershipService {
   }
 }
 
-function notFound(conversationId: string): never {
+function notFound(conversationId: ConversationId): never {
   throw new DomainError('not_found', `Conversation ${conversationId} not found`);
 }

@@ -1,9 +1,10 @@
+import type { OrgId, UserId } from '@portal/domain';
 import type { UserRole } from '@portal/dal';
 
 /** Who is calling: set by the auth guard from the API key or the browser session. */
 export interface Principal {
-  userId: string;
-  orgId: string;
+  userId: UserId;
+  orgId: OrgId;
   role: UserRole;
   /** How the caller signed in: an API key, or a session from the org's identity provider. */
   via: 'apiKey' | 'oidc';

@@ -1,3 +1,4 @@
+import { AttachmentId, ConversationId, OrgId, TurnId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,9 +79,17 @@ describe.each([
   /** A picture (with a reduced copy) uploaded to the conversation and a document sent in it. */
   async function attachmentsOf(conversationId: string) {
     const picture = await attachment(gw, { kind: 'picture', conversationId });
-    await blobs.put({ orgId: 'acme', attachmentId: picture, variant: VARIANTS[1] }, Buffer.from('small'));
+    await blobs.put(
+      { orgId: OrgId('acme'), attachmentId: AttachmentId(picture), variant: VARIANTS[1] },
+      Buffer.from('small'),
+    );
     const document = await attachment(gw, { kind: 'document' });
-    await new AttachmentRepository(gw.db.dataSource).savePage('acme', document, 1, 'Doanh thu quý 3');
+    await new AttachmentRepository(gw.db.dataSource).savePage(
+      OrgId('acme'),
+      AttachmentId(document),
+      1,
+      'Doanh thu quý 3',
+    );
     return { picture, document };
   }
 
@@ -98,13 +107,13 @@ describe.each([
       const first = (
         await send(gw, id, { text: '/fact-check Q3', attachmentIds: [picture, document, shared] })
       ).body.turnId as string;
-      await new ToolResultRepository(gw.db.dataSource).save('acme', {
-        turnId: first,
+      await new ToolResultRepository(gw.db.dataSource).save(OrgId('acme'), {
+        turnId: TurnId(first),
         callId: 'c1',
         content: 'r',
       });
-      await new UsageRepository(gw.db.dataSource).add('acme', {
-        turnId: first,
+      await new UsageRepository(gw.db.dataSource).add(OrgId('acme'), {
+        turnId: TurnId(first),
         kind: 'turn',
         model: 'seeing',
         inputTokens: 10,
@@ -113,10 +122,10 @@ describe.each([
         cost: 0.1,
       });
       const blocks = new BlockRepository(gw.db.dataSource);
-      const reply = await blocks.addMessage('acme', first, 'assistant');
+      const reply = await blocks.addMessage(OrgId('acme'), TurnId(first), 'assistant');
       await blocks.append(
-        'acme',
-        first,
+        OrgId('acme'),
+        TurnId(first),
         [{ kind: 'text', text: 'Revenue rose.', narration: false, steering: false }],
         { messageId: reply!.id },
       );
@@ -134,11 +143,13 @@ describe.each([
       }
       for (const attachmentId of attachmentIds) {
         for (const variant of VARIANTS.slice(0, attachmentId === picture ? 2 : 1)) {
-          expect(await blobs.get({ orgId: 'acme', attachmentId, variant })).not.toBeNull();
+          expect(
+            await blobs.get({ orgId: OrgId('acme'), attachmentId: AttachmentId(attachmentId), variant }),
+          ).not.toBeNull();
         }
       }
       if (fileRoot) expect(filesUnder(fileRoot)).toEqual(expect.arrayContaining(attachmentIds));
-      const streamKey = conversationEventsKey(gw.prefix, id);
+      const streamKey = conversationEventsKey(gw.prefix, ConversationId(id));
       expect(await gw.redis.exists(streamKey)).toBe(1);
 
       const res = await gw.call('DELETE', `/v1/conversations/${id}`);
@@ -151,7 +162,9 @@ describe.each([
       );
       for (const attachmentId of attachmentIds) {
         for (const variant of VARIANTS) {
-          expect(await blobs.get({ orgId: 'acme', attachmentId, variant })).toBeNull();
+          expect(
+            await blobs.get({ orgId: OrgId('acme'), attachmentId: AttachmentId(attachmentId), variant }),
+          ).toBeNull();
         }
       }
       if (fileRoot) {
@@ -180,8 +193,10 @@ describe.each([
       // The other conversation and the attachment it still carries are whole.
       expect((await gw.call('GET', `/v1/turns/${otherTurn}`)).status).toBe(200);
       expect((await gw.call('GET', `/v1/attachments/${shared}`)).status).toBe(200);
-      expect(await blobs.get({ orgId: 'acme', attachmentId: shared, variant: 'original' })).not.toBeNull();
-      expect(await gw.redis.exists(conversationEventsKey(gw.prefix, other))).toBe(1);
+      expect(
+        await blobs.get({ orgId: OrgId('acme'), attachmentId: AttachmentId(shared), variant: 'original' }),
+      ).not.toBeNull();
+      expect(await gw.redis.exists(conversationEventsKey(gw.prefix, ConversationId(other)))).toBe(1);
     } finally {
       await cancels.close();
     }
@@ -200,7 +215,9 @@ describe.each([
       expect((await gw.call('DELETE', `/v1/conversations/${missing}`)).status).toBe(404);
     }
     expect((await gw.call('GET', `/v1/turns/${turnId}`)).body.status).toBe('queued');
-    expect(await blobs.get({ orgId: 'acme', attachmentId: picture, variant: VARIANTS[1] })).not.toBeNull();
-    expect(await gw.redis.exists(conversationEventsKey(gw.prefix, id))).toBe(1);
+    expect(
+      await blobs.get({ orgId: OrgId('acme'), attachmentId: AttachmentId(picture), variant: VARIANTS[1] }),
+    ).not.toBeNull();
+    expect(await gw.redis.exists(conversationEventsKey(gw.prefix, ConversationId(id)))).toBe(1);
   });
 });

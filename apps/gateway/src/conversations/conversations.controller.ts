@@ -1,3 +1,4 @@
+import { AgentId, ConversationId } from '@portal/domain';
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import type { z } from 'zod';
 import { createConversationSchema, renameConversationSchema, searchQuerySchema } from '@portal/contracts';
@@ -21,7 +22,7 @@ export class ConversationsController {
     @Caller() caller: Principal,
     @Body(new ZodBody(createConversationSchema)) body: z.output<typeof createConversationSchema>,
   ): Promise<{ id: string }> {
-    return this.conversations.create(caller, body.agentId);
+    return this.conversations.create(caller, AgentId(body.agentId));
   }
 
   /** With a non-blank `q`, the search (API.md `GET /v1/conversations?q=`); without, the list. */
@@ -36,7 +37,7 @@ export class ConversationsController {
 
   @Get(':id')
   get(@Caller() caller: Principal, @Param('id') id: string): Promise<ConversationView> {
-    return this.conversations.get(caller, id);
+    return this.conversations.get(caller, ConversationId(id));
   }
 
   @Patch(':id')
@@ -45,17 +46,17 @@ export class ConversationsController {
     @Param('id') id: string,
     @Body(new ZodBody(renameConversationSchema)) body: z.output<typeof renameConversationSchema>,
   ): Promise<ConversationView> {
-    return this.conversations.rename(caller, id, body.title);
+    return this.conversations.rename(caller, ConversationId(id), body.title);
   }
 
   @Delete(':id')
   @HttpCode(204)
   delete(@Caller() caller: Principal, @Param('id') id: string): Promise<void> {
-    return this.conversations.delete(caller, id);
+    return this.conversations.delete(caller, ConversationId(id));
   }
 
   @Get(':id/messages')
   messages(@Caller() caller: Principal, @Param('id') id: string): Promise<MessageView[]> {
-    return this.conversations.messages(caller, id);
+    return this.conversations.messages(caller, ConversationId(id));
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BLOCK_TEXT_TSV, BlockRepository, TurnRepository, UsageRepository } from '@portal/dal';
-import type { Block } from '@portal/domain';
+import { type Block, OrgId, TurnId } from '@portal/domain';
 import {
   newConversation,
   openTurn,
@@ -74,8 +74,8 @@ describe('conversations', () => {
       [1000, 0.0012],
       [1500, 0.0017],
     ]) {
-      await usage.add('acme', {
-        turnId: failedId,
+      await usage.add(OrgId('acme'), {
+        turnId: TurnId(failedId),
         kind: 'turn',
         model: 'seeing',
         inputTokens,
@@ -84,7 +84,7 @@ describe('conversations', () => {
         cost,
       });
     }
-    await new TurnRepository(gw.db.dataSource).updateStatus('acme', failedId, 'failed', {
+    await new TurnRepository(gw.db.dataSource).updateStatus(OrgId('acme'), TurnId(failedId), 'failed', {
       error: 'model_error: the provider answered 503',
       contextTokens: 1500,
     });
@@ -107,7 +107,7 @@ describe('conversations', () => {
     const id = await newConversation(gw);
     const turnId = await openTurn(gw, id, '/fact-check check this');
     const blocks = new BlockRepository(gw.db.dataSource);
-    const message = await blocks.addMessage('acme', turnId, 'assistant');
+    const message = await blocks.addMessage(OrgId('acme'), TurnId(turnId), 'assistant');
     const answer: Block[] = [
       {
         id: randomUUID(),
@@ -119,7 +119,7 @@ describe('conversations', () => {
       },
       { id: randomUUID(), seq: 3, kind: 'text', text: 'Checked.', narration: false, steering: false },
     ];
-    await blocks.append('acme', turnId, answer, { messageId: message!.id });
+    await blocks.append(OrgId('acme'), TurnId(turnId), answer, { messageId: message!.id });
     await setStatus(gw, turnId, 'completed');
 
     const res = await gw.call('GET', `/v1/conversations/${id}/messages`);
@@ -225,10 +225,10 @@ async function conversation(opts: {
   const orgId = as === 'mallory' ? 'globex' : 'acme';
   if (opts.answer) {
     const blocks = new BlockRepository(gw.db.dataSource);
-    const message = await blocks.addMessage(orgId, turnId, 'assistant');
+    const message = await blocks.addMessage(OrgId(orgId), TurnId(turnId), 'assistant');
     await blocks.append(
-      orgId,
-      turnId,
+      OrgId(orgId),
+      TurnId(turnId),
       [{ kind: 'text', text: opts.answer, narration: false, steering: false }],
       {
         messageId: message!.id,

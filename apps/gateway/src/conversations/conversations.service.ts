@@ -8,7 +8,7 @@ import {
   type BlobStore,
   type UsageTotals,
 } from '@portal/dal';
-import { DomainError, type Turn } from '@portal/domain';
+import { type AgentId, AttachmentId, type ConversationId, DomainError, type Turn } from '@portal/domain';
 import { cutText } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
@@ -22,7 +22,7 @@ const SNIPPET_CHARS = 200;
 
 export interface ConversationSummary {
   id: string;
-  agentId: string;
+  agentId: AgentId;
   title: string | null;
   updatedAt: string;
 }
@@ -43,7 +43,7 @@ export interface ConversationHitView extends ConversationSummary {
 
 export interface ConversationView {
   id: string;
-  agentId: string;
+  agentId: AgentId;
   title: string | null;
   turns: ConversationTurnView[];
 }
@@ -64,7 +64,7 @@ export class ConversationsService {
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
   ) {}
 
-  async create(caller: Principal, agentId: string): Promise<{ id: string }> {
+  async create(caller: Principal, agentId: AgentId): Promise<{ id: string }> {
     const conversation = await this.conversations.create(caller.orgId, caller.userId, agentId);
     if (!conversation) throw new DomainError('not_found', `Agent ${agentId} not found`);
     return { id: conversation.id };
@@ -98,7 +98,7 @@ export class ConversationsService {
     }));
   }
 
-  async get(caller: Principal, conversationId: string): Promise<ConversationView> {
+  async get(caller: Principal, conversationId: ConversationId): Promise<ConversationView> {
     const conversation = await this.owned.conversation(caller, conversationId);
     const [turns, usage] = await Promise.all([
       this.turns.listForConversation(caller.orgId, conversation.id),
@@ -122,7 +122,7 @@ export class ConversationsService {
     };
   }
 
-  async rename(caller: Principal, conversationId: string, title: string): Promise<ConversationView> {
+  async rename(caller: Principal, conversationId: ConversationId, title: string): Promise<ConversationView> {
     const conversation = await this.owned.conversation(caller, conversationId);
     await this.conversations.rename(caller.orgId, caller.userId, conversation.id, title);
     return this.get(caller, conversation.id);
@@ -134,7 +134,7 @@ export class ConversationsService {
    * bytes and the event stream. Those go after the commit, as bytes go before a row on upload: a
    * failure there leaves orphans, never a row without its bytes.
    */
-  async delete(caller: Principal, conversationId: string): Promise<void> {
+  async delete(caller: Principal, conversationId: ConversationId): Promise<void> {
     const conversation = await this.owned.conversation(caller, conversationId);
     const active = await this.turns.getActive(caller.orgId, conversation.id);
     if (active && (await this.turns.requestCancel(caller.orgId, active.id))) {
@@ -147,7 +147,9 @@ export class ConversationsService {
     );
     if (!attachmentIds) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
     const removals = await Promise.allSettled(
-      attachmentIds.map((attachmentId) => this.blobs.removeAll({ orgId: caller.orgId, attachmentId })),
+      attachmentIds.map((attachmentId) =>
+        this.blobs.removeAll({ orgId: caller.orgId, attachmentId: AttachmentId(attachmentId) }),
+      ),
     );
     for (const failed of removals.filter((r) => r.status === 'rejected')) {
       this.logger.error(`conversation ${conversation.id}: bytes left behind (${String(failed.reason)})`);
@@ -155,7 +157,7 @@ export class ConversationsService {
     await this.dispatch.forget(conversation.id);
   }
 
-  async messages(caller: Principal, conversationId: string): Promise<MessageView[]> {
+  async messages(caller: Principal, conversationId: ConversationId): Promise<MessageView[]> {
     const conversation = await this.owned.conversation(caller, conversationId);
     const messages = await this.blocks.listConversationMessages(caller.orgId, conversation.id);
     return messages.map(messageView);

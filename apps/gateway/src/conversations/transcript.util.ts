@@ -1,10 +1,10 @@
 import type { PortalEvent } from '@portal/contracts';
-import type { Block, Message } from '@portal/domain';
+import type { Block, Message, TurnId } from '@portal/domain';
 import { summaryForPeople } from '@portal/prompt';
 
 export interface MessageView {
   id: string;
-  turnId: string;
+  turnId: TurnId;
   role: Message['role'];
   attachmentIds: string[];
   blocks: Block[];

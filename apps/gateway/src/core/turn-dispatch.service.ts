@@ -1,3 +1,4 @@
+import type { ConversationId, OrgId, TurnId } from '@portal/domain';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { cancelChannel, QueueName, type PortalEvent } from '@portal/contracts';
@@ -25,7 +26,7 @@ export class TurnDispatchService {
   }
 
   /** `run-turn` with the protocol's job id `run-turn:<turnId>:<reason>` (one job per reason). */
-  runTurn(orgId: string, turnId: string, reason: 'open' | 'cancel' | `answer-${string}`): Promise<void> {
+  runTurn(orgId: OrgId, turnId: TurnId, reason: 'open' | 'cancel' | `answer-${string}`): Promise<void> {
     return this.safely(`enqueue run-turn ${turnId} (${reason})`, () =>
       lastValueFrom(
         this.queues.emit(
@@ -37,20 +38,20 @@ export class TurnDispatchService {
   }
 
   /** Publishes in order, in one round trip. */
-  publish(conversationId: string, events: PortalEvent[]): Promise<void> {
+  publish(conversationId: ConversationId, events: PortalEvent[]): Promise<void> {
     return this.safely(`publish to conversation ${conversationId}`, () =>
       this.events.publishAll(conversationId, events),
     );
   }
 
-  cancel(turnId: string): Promise<void> {
+  cancel(turnId: TurnId): Promise<void> {
     return this.safely(`publish cancel of ${turnId}`, () =>
       this.publisher.publish(cancelChannel(this.config.prefix), turnId),
     );
   }
 
   /** Drops a deleted conversation's event stream. */
-  forget(conversationId: string): Promise<void> {
+  forget(conversationId: ConversationId): Promise<void> {
     return this.safely(`remove the events of conversation ${conversationId}`, () =>
       this.events.remove(conversationId),
     );

@@ -1,6 +1,6 @@
 import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { DomainError } from '@portal/domain';
+import { ConversationId, DomainError } from '@portal/domain';
 import { ConversationEvents } from '@portal/queue';
 import { Caller } from '../common/auth.decorator';
 import { OwnershipService } from '../common/ownership.service';
@@ -27,7 +27,7 @@ export class EventsController {
     @Query('lastEventId') query: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const conversation = await this.owned.conversation(caller, id);
+    const conversation = await this.owned.conversation(caller, ConversationId(id));
     const lastEventId = header || query;
     if (lastEventId && !isStreamId(lastEventId)) {
       throw new DomainError('validation_failed', `Last-Event-ID: "${lastEventId}" is not an event id`);

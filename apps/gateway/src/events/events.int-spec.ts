@@ -1,3 +1,4 @@
+import { ConversationId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { PortalEvent } from '@portal/contracts';
@@ -36,7 +37,7 @@ const state = (n: number): PortalEvent => ({
 /** Publishes events the way the orchestrator does; returns their stream ids. */
 async function publish(conversationId: string, from: number, to: number, writer = events): Promise<string[]> {
   const ids: string[] = [];
-  for (let n = from; n <= to; n++) ids.push(await writer.publish(conversationId, state(n)));
+  for (let n = from; n <= to; n++) ids.push(await writer.publish(ConversationId(conversationId), state(n)));
   return ids;
 }
 
@@ -118,7 +119,7 @@ describe('GET /v1/conversations/:id/events', () => {
       trigger: 'AUTO' as const,
       coversTurns: { from: 1, to: 2 },
     };
-    await events.publish(conversationId, { type: 'compaction_finished', turnId: 't', block });
+    await events.publish(ConversationId(conversationId), { type: 'compaction_finished', turnId: 't', block });
     const [received] = await sse.take(1);
     const shown = (received.data as Extract<PortalEvent, { type: 'compaction_finished' }>).block;
     expect(shown).toEqual({
@@ -240,7 +241,12 @@ describe('slow, idle and many streams', () => {
     const ids: string[] = [];
     for (let n = 0; n < 60; n++)
       ids.push(
-        await writer.publish(conversationId, { type: 'text_delta', turnId: 't', blockId: 'b', text: big }),
+        await writer.publish(ConversationId(conversationId), {
+          type: 'text_delta',
+          turnId: 't',
+          blockId: 'b',
+          text: big,
+        }),
       );
     await eventually(async () => (await metric(own, 'portal_gateway_sse_dropped_total')) === 1, 'the drop');
     stalled.res.resume();

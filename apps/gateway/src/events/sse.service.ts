@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { linksTo, SPAN, startSpan } from '@portal/observability';
-import { DomainError } from '@portal/domain';
+import { type ConversationId, DomainError } from '@portal/domain';
 import { ConversationEventReader, type EventSubscription, type StoredEvent } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
@@ -62,7 +62,7 @@ export class SseService implements OnModuleDestroy {
    * Answers 429 `too_many_streams` (before any byte of the stream) when `caller` already holds
    * `maxPerUser` streams on this gateway; else takes the reply over and streams.
    */
-  stream(reply: FastifyReply, caller: Principal, conversationId: string, afterId: string): void {
+  stream(reply: FastifyReply, caller: Principal, conversationId: ConversationId, afterId: string): void {
     const owner = `${caller.orgId}\n${caller.userId}`;
     const held = this.perUser.get(owner) ?? 0;
     if (this.config.maxPerUser > 0 && held >= this.config.maxPerUser) {
@@ -108,7 +108,7 @@ export class SseService implements OnModuleDestroy {
    * Writes the events unless the client has left more than the limit unread: then drops it. The
    * write's span links to the publications of the events it carries.
    */
-  private deliver(stream: OpenStream, conversationId: string, events: StoredEvent[]): void {
+  private deliver(stream: OpenStream, conversationId: ConversationId, events: StoredEvent[]): void {
     const { res } = stream;
     if (!writable(res)) return;
     if (res.writableLength > this.config.maxBufferBytes) {

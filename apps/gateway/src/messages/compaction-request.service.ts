@@ -1,3 +1,4 @@
+import type { TurnId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CompactionRequests, type Conversation, type ManualCompactionInput } from '@portal/dal';
@@ -27,7 +28,7 @@ export class CompactionRequestService {
     caller: Principal,
     conversation: Conversation,
     request: Omit<ManualCompactionInput, 'conversationId'>,
-  ): Promise<{ turnId: string; kind: 'compaction' }> {
+  ): Promise<{ turnId: TurnId; kind: 'compaction' }> {
     const { turn } = await this.requests.open(caller.orgId, { ...request, conversationId: conversation.id });
     this.metrics.turnOpened(turn.kind);
     return { turnId: turn.id, kind: 'compaction' };

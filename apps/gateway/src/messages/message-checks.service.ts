@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AttachmentRepository, SkillRepository, type Skill } from '@portal/dal';
-import { DomainError, type AttachmentManifest } from '@portal/domain';
+import { type AttachmentManifest, type ConversationId, DomainError } from '@portal/domain';
 import { findModel } from '@portal/model';
 import type { Principal } from '../common/principal.types';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
@@ -40,7 +40,7 @@ export class MessageChecksService {
    */
   async attachmentsOf(
     caller: Principal,
-    conversationId: string,
+    conversationId: ConversationId,
     ids: string[],
   ): Promise<AttachmentManifest[]> {
     if (!ids.length) return [];

@@ -1,3 +1,4 @@
+import { ConversationId } from '@portal/domain';
 import { Body, Controller, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
@@ -16,6 +17,6 @@ export class MessagesController {
     @Param('id') id: string,
     @Body(new ZodBody(postMessageSchema)) body: PostMessage,
   ): Promise<PostMessageResult> {
-    return this.messages.post(caller, id, body);
+    return this.messages.post(caller, ConversationId(id), body);
   }
 }

@@ -1,3 +1,4 @@
+import { ConversationId, OrgId, TurnId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { QueueName } from '@portal/contracts';
@@ -27,7 +28,7 @@ let gw: Harness;
 let skillIds: Record<string, string>;
 beforeAll(async () => {
   gw = await startGateway();
-  const skills = await new SkillRepository(gw.db.dataSource).findBySlugs('acme', [
+  const skills = await new SkillRepository(gw.db.dataSource).findBySlugs(OrgId('acme'), [
     'fact-check',
     'style-guide',
     'draft',
@@ -42,7 +43,7 @@ afterAll(async () => {
 
 const turns = () => new TurnRepository(gw.db.dataSource);
 const requests = (conversationId: string) =>
-  new PersonRequestRepository(gw.db.dataSource).readBefore('acme', conversationId, {
+  new PersonRequestRepository(gw.db.dataSource).readBefore(OrgId('acme'), ConversationId(conversationId), {
     before: { turnN: 2 ** 31 - 1, seq: 0 },
     limit: 10,
   });
@@ -56,7 +57,7 @@ describe('a message that opens a turn', () => {
     expect(res.body).toEqual({ turnId: expect.any(String), kind: 'turn' });
     const turnId = res.body.turnId;
 
-    expect(await turns().get('acme', turnId)).toEqual({
+    expect(await turns().get(OrgId('acme'), turnId)).toEqual({
       id: turnId,
       conversationId,
       n: 1,
@@ -69,7 +70,7 @@ describe('a message that opens a turn', () => {
       catalogueSkillIds: [skillIds['style-guide']],
       error: null,
     });
-    const [message] = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+    const [message] = await new BlockRepository(gw.db.dataSource).listTurnMessages(OrgId('acme'), turnId);
     expect(message).toMatchObject({
       role: 'user',
       attachmentIds: [],
@@ -77,7 +78,7 @@ describe('a message that opens a turn', () => {
         { seq: 1, kind: 'text', text: '/fact-check  compare these', narration: false, steering: false },
       ],
     });
-    expect(await new TraceRepository(gw.db.dataSource).listForTurn('acme', turnId)).toEqual([
+    expect(await new TraceRepository(gw.db.dataSource).listForTurn(OrgId('acme'), turnId)).toEqual([
       { turnId, kind: 'SKILL_SELECT', skillIds: [skillIds['fact-check']], at: expect.any(Date) },
     ]);
     // The request a summary keeps: the text as the model reads it, without the skill's slug.
@@ -105,7 +106,7 @@ describe('a message that opens a turn', () => {
     const first = await openTurn(gw, conversationId);
     await setStatus(gw, first, 'completed');
     const res = await send(gw, conversationId, { text: 'again', effort: 'high' });
-    expect(await turns().get('acme', res.body.turnId)).toMatchObject({ n: 2, effort: 'high' });
+    expect(await turns().get(OrgId('acme'), res.body.turnId)).toMatchObject({ n: 2, effort: 'high' });
   });
 
   it.each<[Who, string, string[]]>([
@@ -117,7 +118,7 @@ describe('a message that opens a turn', () => {
       const conversationId = await newConversation(gw, who);
       const res = await send(gw, conversationId, { text }, who);
       expect(res.status).toBe(202);
-      const turn = await turns().get('acme', res.body.turnId);
+      const turn = await turns().get(OrgId('acme'), res.body.turnId);
       expect(turn!.selectedSkillIds).toEqual(slugs.map((s) => skillIds[s]));
     },
   );
@@ -125,7 +126,7 @@ describe('a message that opens a turn', () => {
   it('lets a skill be selected on an agent it is not bound to; the catalogue is the agent’s own', async () => {
     const conversationId = await newConversation(gw, 'alice', 'blind');
     const res = await send(gw, conversationId, { text: '/style-guide tidy this' });
-    expect(await turns().get('acme', res.body.turnId)).toMatchObject({
+    expect(await turns().get(OrgId('acme'), res.body.turnId)).toMatchObject({
       selectedSkillIds: [skillIds['style-guide']],
       catalogueSkillIds: [],
       model: 'blind',
@@ -136,7 +137,7 @@ describe('a message that opens a turn', () => {
   it("snapshots the catalogue the caller sees: dave's private skill is in his", async () => {
     const conversationId = await newConversation(gw, 'dave');
     const res = await send(gw, conversationId, { text: 'hi' }, 'dave');
-    const turn = await turns().get('acme', res.body.turnId);
+    const turn = await turns().get(OrgId('acme'), res.body.turnId);
     expect(turn!.catalogueSkillIds).toEqual([
       skillIds['fact-check'],
       skillIds['style-guide'],
@@ -150,7 +151,10 @@ describe('a message that opens a turn', () => {
     const picture = await attachment(gw, { kind: 'picture', conversationId });
     const res = await send(gw, conversationId, { text: 'look', attachmentIds: [doc, picture, doc] });
     expect(res.status).toBe(202);
-    const [message] = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', res.body.turnId);
+    const [message] = await new BlockRepository(gw.db.dataSource).listTurnMessages(
+      OrgId('acme'),
+      res.body.turnId,
+    );
     expect(message.attachmentIds).toEqual([doc, picture]);
   });
 });
@@ -257,7 +261,10 @@ describe('a message while a turn is open', () => {
       const res = await send(gw, conversationId, { text: '/fact-check also check the dates' });
       expect(res.status).toBe(202);
       expect(res.body).toEqual({ turnId, steered: true });
-      const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+      const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages(
+        OrgId('acme'),
+        TurnId(turnId),
+      );
       expect(messages.map((m) => m.role)).toEqual(['user', 'user']);
       const steering = messages[1].blocks[0];
       expect(steering).toMatchObject({
@@ -279,7 +286,7 @@ describe('a message while a turn is open', () => {
       ]);
       expect((await sse.next()).data).toEqual({ type: 'block_finished', turnId, block: steering });
       sse.close();
-      expect((await turns().get('acme', turnId))!.status).toBe(status);
+      expect((await turns().get(OrgId('acme'), TurnId(turnId)))!.status).toBe(status);
     },
   );
 
@@ -297,7 +304,7 @@ describe('a message while a turn is open', () => {
     await holder.connect();
     try {
       await holder.startTransaction();
-      await new TurnRepository(holder.manager).lockForUpdate('acme', turnId);
+      await new TurnRepository(holder.manager).lockForUpdate(OrgId('acme'), TurnId(turnId));
       let answered = false;
       const response = send(gw, conversationId, { text }).finally(() => (answered = true));
       const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
@@ -319,15 +326,18 @@ describe('a message while a turn is open', () => {
     await setStatus(gw, turnId, 'running');
 
     const res = await sendWhileLocked(conversationId, turnId, 'also this', async (em) => {
-      await new BlockRepository(em).append('acme', turnId, [
+      await new BlockRepository(em).append(OrgId('acme'), TurnId(turnId), [
         { kind: 'clarification_request', callId: 'c1', question: 'Which year?', options: [], answer: null },
       ]);
-      await new TurnRepository(em).updateStatus('acme', turnId, 'paused');
+      await new TurnRepository(em).updateStatus(OrgId('acme'), TurnId(turnId), 'paused');
     });
 
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('turn_paused');
-    const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+    const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages(
+      OrgId('acme'),
+      TurnId(turnId),
+    );
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
@@ -337,16 +347,18 @@ describe('a message while a turn is open', () => {
     await setStatus(gw, turnId, 'running');
 
     const res = await sendWhileLocked(conversationId, turnId, 'next question', (em) =>
-      new TurnRepository(em).updateStatus('acme', turnId, 'completed'),
+      new TurnRepository(em).updateStatus(OrgId('acme'), TurnId(turnId), 'completed'),
     );
 
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ turnId: expect.any(String), kind: 'turn' });
     expect(res.body.turnId).not.toBe(turnId);
-    expect(await turns().get('acme', res.body.turnId)).toMatchObject({ n: 2, status: 'queued' });
+    expect(await turns().get(OrgId('acme'), res.body.turnId)).toMatchObject({ n: 2, status: 'queued' });
     const blocks = new BlockRepository(gw.db.dataSource);
-    expect((await blocks.listTurnMessages('acme', turnId)).map((m) => m.role)).toEqual(['user']);
-    expect((await blocks.listTurnMessages('acme', res.body.turnId))[0].blocks).toEqual([
+    expect((await blocks.listTurnMessages(OrgId('acme'), TurnId(turnId))).map((m) => m.role)).toEqual([
+      'user',
+    ]);
+    expect((await blocks.listTurnMessages(OrgId('acme'), res.body.turnId))[0].blocks).toEqual([
       expect.objectContaining({ text: 'next question', steering: false }),
     ]);
   });
@@ -364,7 +376,10 @@ describe('a message while a turn is open', () => {
     expect(res.status).toBe(500);
     expect(res.body.error.code).toBe('internal');
     expect(await counts(gw)).toEqual(before);
-    const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages('acme', turnId);
+    const messages = await new BlockRepository(gw.db.dataSource).listTurnMessages(
+      OrgId('acme'),
+      TurnId(turnId),
+    );
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
@@ -428,7 +443,7 @@ describe('/compact', () => {
       },
       { type: 'turn_state', turnId, status: 'queued' },
     ]);
-    expect(await turns().get('acme', turnId)).toMatchObject({
+    expect(await turns().get(OrgId('acme'), turnId)).toMatchObject({
       kind: 'compaction',
       status: 'queued',
       n: 2,
@@ -443,7 +458,7 @@ describe('/compact', () => {
 
     // The compaction worker writes the summary and settles the turn.
     const blocks = new BlockRepository(gw.db.dataSource);
-    await blocks.append('acme', turnId, [
+    await blocks.append(OrgId('acme'), turnId, [
       {
         kind: 'compaction',
         summary: 'Summary of turns 1–1',

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { TurnRepository, type Conversation, type NewTurn } from '@portal/dal';
-import { DomainError, type Turn } from '@portal/domain';
+import { DomainError, type Turn, type TurnId } from '@portal/domain';
 import type { Principal } from '../common/principal.types';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
 import { MetricsService } from '../metrics/metrics.service';
@@ -22,7 +22,7 @@ export class TurnOpeningService {
     caller: Principal,
     conversation: Conversation,
     input: Omit<NewTurn, 'conversationId'>,
-    enqueue: (turnId: string) => Promise<void>,
+    enqueue: (turnId: TurnId) => Promise<void>,
   ): Promise<Turn> {
     const created = await this.turns.createWithUserMessage(caller.orgId, {
       ...input,

@@ -1,3 +1,4 @@
+import { ConversationId } from '@portal/domain';
 import { Controller, Get, Inject, Param } from '@nestjs/common';
 import { AuthorsOnly, Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
@@ -10,6 +11,6 @@ export class PromptPreviewController {
   @AuthorsOnly()
   @Get(':id/prompt-preview')
   preview(@Caller() caller: Principal, @Param('id') id: string): Promise<PromptPreview> {
-    return this.previews.preview(caller, id);
+    return this.previews.preview(caller, ConversationId(id));
   }
 }

@@ -1,3 +1,4 @@
+import { OrgId, TurnId } from '@portal/domain';
 import { BlockRepository } from '@portal/dal';
 import {
   newConversation,
@@ -27,7 +28,7 @@ describe('GET /v1/conversations/:id/prompt-preview', () => {
 
     const turnId = await openTurn(gw, conversationId, 'What is the capital of France?');
     const blocks = new BlockRepository(gw.db.dataSource);
-    await blocks.append('acme', turnId, [
+    await blocks.append(OrgId('acme'), TurnId(turnId), [
       { kind: 'text', text: 'Paris.', narration: false, steering: false },
     ]);
     await setStatus(gw, turnId, 'completed');

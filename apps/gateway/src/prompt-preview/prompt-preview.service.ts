@@ -1,3 +1,4 @@
+import type { ConversationId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { BLOB_STORE, PromptInputLoader, type BlobStore } from '@portal/dal';
@@ -34,7 +35,7 @@ export class PromptPreviewService {
     this.loader = new PromptInputLoader(dataSource, blobs);
   }
 
-  async preview(caller: Principal, conversationId: string): Promise<PromptPreview> {
+  async preview(caller: Principal, conversationId: ConversationId): Promise<PromptPreview> {
     const conversation = await this.owned.conversation(caller, conversationId);
     const { model, assemble } = await this.loader.forPreview(caller.orgId, conversation.id, this.config);
     const prompt = assemblePrompt(assemble);

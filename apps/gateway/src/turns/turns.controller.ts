@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
-import type { TurnStatus } from '@portal/domain';
+import { TurnId, type TurnStatus } from '@portal/domain';
 import { Caller } from '../common/auth.decorator';
 import type { Principal } from '../common/principal.types';
 import { MessagesService } from '../messages/messages.service';
@@ -14,17 +14,17 @@ export class TurnsController {
 
   @Get(':id')
   get(@Caller() caller: Principal, @Param('id') id: string): Promise<TurnView> {
-    return this.turns.get(caller, id);
+    return this.turns.get(caller, TurnId(id));
   }
 
   @Get(':id/usage')
   usage(@Caller() caller: Principal, @Param('id') id: string): Promise<UsageView[]> {
-    return this.turns.usageOf(caller, id);
+    return this.turns.usageOf(caller, TurnId(id));
   }
 
   @Get(':id/trace')
   trace(@Caller() caller: Principal, @Param('id') id: string): Promise<TraceView[]> {
-    return this.turns.traceOf(caller, id);
+    return this.turns.traceOf(caller, TurnId(id));
   }
 
   /** The body's shape depends on the request: `{ answer }` or `{ approved, note? }`. */
@@ -35,8 +35,8 @@ export class TurnsController {
     @Param('id') id: string,
     @Param('blockId') blockId: string,
     @Body() body: unknown,
-  ): Promise<{ turnId: string; status: TurnStatus }> {
-    return this.turns.answer(caller, id, blockId, body);
+  ): Promise<{ turnId: TurnId; status: TurnStatus }> {
+    return this.turns.answer(caller, TurnId(id), blockId, body);
   }
 
   @Post(':id/cancel')
@@ -44,13 +44,13 @@ export class TurnsController {
   cancel(
     @Caller() caller: Principal,
     @Param('id') id: string,
-  ): Promise<{ turnId: string; status: TurnStatus }> {
-    return this.turns.cancel(caller, id);
+  ): Promise<{ turnId: TurnId; status: TurnStatus }> {
+    return this.turns.cancel(caller, TurnId(id));
   }
 
   @Post(':id/retry')
   @HttpCode(202)
-  retry(@Caller() caller: Principal, @Param('id') id: string): Promise<{ turnId: string }> {
-    return this.messages.retry(caller, id);
+  retry(@Caller() caller: Principal, @Param('id') id: string): Promise<{ turnId: TurnId }> {
+    return this.messages.retry(caller, TurnId(id));
   }
 }

@@ -1,3 +1,4 @@
+import { ConversationId, OrgId, TurnId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import { QueueName } from '@portal/contracts';
 import { BlockRepository, SkillRepository, TurnRepository, UsageRepository } from '@portal/dal';
@@ -30,7 +31,9 @@ describe('GET /v1/turns/:id, usage and trace', () => {
   it('shows the turn, its usage rows and its SKILL_SELECT entry', async () => {
     const conversationId = await newConversation(gw);
     const turnId = await openTurn(gw, conversationId, '/fact-check go');
-    const [factCheck] = await new SkillRepository(gw.db.dataSource).findBySlugs('acme', ['fact-check']);
+    const [factCheck] = await new SkillRepository(gw.db.dataSource).findBySlugs(OrgId('acme'), [
+      'fact-check',
+    ]);
 
     const turn = await gw.call('GET', `/v1/turns/${turnId}`);
     expect(turn.status).toBe(200);
@@ -47,8 +50,8 @@ describe('GET /v1/turns/:id, usage and trace', () => {
       error: null,
     });
 
-    await new UsageRepository(gw.db.dataSource).add('acme', {
-      turnId,
+    await new UsageRepository(gw.db.dataSource).add(OrgId('acme'), {
+      turnId: TurnId(turnId),
       kind: 'turn',
       model: 'seeing',
       inputTokens: 1200,
@@ -96,9 +99,9 @@ describe('POST /v1/turns/:id/requests/:blockId', () => {
     });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ turnId, status: 'running' });
-    const answered = (await blocks().getBlock('acme', request.id))!.block;
+    const answered = (await blocks().getBlock(OrgId('acme'), request.id))!.block;
     expect(answered).toEqual({ ...request, answer: '2025' });
-    expect((await turns().get('acme', turnId))!.status).toBe('running');
+    expect((await turns().get(OrgId('acme'), TurnId(turnId)))!.status).toBe('running');
     expect(await job(gw, QueueName.Turns, `run-turn:${turnId}:answer-${request.id}`)).toEqual({
       name: 'run-turn',
       data: { orgId: 'acme', turnId },
@@ -123,7 +126,7 @@ describe('POST /v1/turns/:id/requests/:blockId', () => {
       const request = await pauseWithRequest(gw, turnId, 'approval_request');
       const res = await gw.call('POST', `/v1/turns/${turnId}/requests/${request.id}`, { body });
       expect(res.status).toBe(202);
-      expect((await blocks().getBlock('acme', request.id))!.block).toEqual({
+      expect((await blocks().getBlock(OrgId('acme'), request.id))!.block).toEqual({
         ...request,
         approved: body.approved,
         note: body.note ?? null,
@@ -143,13 +146,13 @@ describe('POST /v1/turns/:id/requests/:blockId', () => {
         message: expect.stringMatching(/answer|approved/),
       });
     }
-    expect((await turns().get('acme', turnId))!.status).toBe('paused');
+    expect((await turns().get(OrgId('acme'), TurnId(turnId)))!.status).toBe('paused');
   });
 
   it('refuses blocks that are not a pending request of that turn', async () => {
     const conversationId = await newConversation(gw);
     const turnId = await openTurn(gw, conversationId);
-    const [userMessage] = await blocks().listTurnMessages('acme', turnId);
+    const [userMessage] = await blocks().listTurnMessages(OrgId('acme'), TurnId(turnId));
     const notRequest = await gw.call('POST', `/v1/turns/${turnId}/requests/${userMessage.blocks[0].id}`, {
       body: { answer: 'x' },
     });
@@ -229,7 +232,9 @@ describe('POST /v1/turns/:id/retry', () => {
       effort: 'high',
     });
     const turnId: string = sent.body.turnId;
-    await turns().updateStatus('acme', turnId, status, { error: status === 'failed' ? 'model_error' : null });
+    await turns().updateStatus(OrgId('acme'), TurnId(turnId), status, {
+      error: status === 'failed' ? 'model_error' : null,
+    });
     return { conversationId, turnId, doc };
   }
 
@@ -242,7 +247,10 @@ describe('POST /v1/turns/:id/retry', () => {
       expect(res.body).toEqual({ turnId: expect.any(String) });
       const retried = res.body.turnId;
       expect(retried).not.toBe(turnId);
-      const [before, after] = await Promise.all([turns().get('acme', turnId), turns().get('acme', retried)]);
+      const [before, after] = await Promise.all([
+        turns().get(OrgId('acme'), TurnId(turnId)),
+        turns().get(OrgId('acme'), retried),
+      ]);
       expect(after).toMatchObject({
         conversationId,
         n: 2,
@@ -252,7 +260,7 @@ describe('POST /v1/turns/:id/retry', () => {
         error: null,
       });
       expect(before!.selectedSkillIds).toHaveLength(1);
-      const [message] = await blocks().listTurnMessages('acme', retried);
+      const [message] = await blocks().listTurnMessages(OrgId('acme'), retried);
       expect(message).toMatchObject({
         role: 'user',
         attachmentIds: [doc],
@@ -281,16 +289,16 @@ describe('POST /v1/turns/:id/retry', () => {
     await setStatus(gw, retried, 'failed');
     expect((await gw.call('POST', `/v1/turns/${turnId}/retry`)).status).toBe(409);
     // Nothing was steered into the open turn by the refused retries.
-    expect(await blocks().listTurnMessages('acme', retried)).toHaveLength(1);
+    expect(await blocks().listTurnMessages(OrgId('acme'), retried)).toHaveLength(1);
   });
 
   it('opens one turn when the same retry arrives twice at once', async () => {
     const { conversationId, turnId } = await settledTurn('cut_off');
     const answers = await Promise.all([1, 2].map(() => gw.call('POST', `/v1/turns/${turnId}/retry`)));
     expect(answers.map((a) => a.status).sort()).toEqual([202, 409]);
-    const listed = await turns().listForConversation('acme', conversationId);
+    const listed = await turns().listForConversation(OrgId('acme'), ConversationId(conversationId));
     expect(listed.map((t) => t.n)).toEqual([1, 2]);
-    expect(await blocks().listTurnMessages('acme', listed[1].id)).toHaveLength(1);
+    expect(await blocks().listTurnMessages(OrgId('acme'), listed[1].id)).toHaveLength(1);
   });
 
   it("answers another user's, another org's and a missing turn 404", async () => {
@@ -302,7 +310,12 @@ describe('POST /v1/turns/:id/retry', () => {
     }
     expect((await gw.call('POST', `/v1/turns/${randomUUID()}/retry`)).status).toBe(404);
     expect(
-      (await turns().listForConversation('acme', (await turns().get('acme', turnId))!.conversationId)).length,
+      (
+        await turns().listForConversation(
+          OrgId('acme'),
+          (await turns().get(OrgId('acme'), TurnId(turnId)))!.conversationId,
+        )
+      ).length,
     ).toBe(1);
   });
 });

@@ -7,7 +7,14 @@ import {
   UsageRepository,
   type UsageRow,
 } from '@portal/dal';
-import { DomainError, isPendingRequest, type RequestBlock, type Turn, type TurnStatus } from '@portal/domain';
+import {
+  DomainError,
+  isPendingRequest,
+  type RequestBlock,
+  type Turn,
+  type TurnId,
+  type TurnStatus,
+} from '@portal/domain';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
 import { parseInput } from '../common/validation.pipe';
@@ -34,17 +41,17 @@ export class TurnsService {
     @Inject(TurnDispatchService) private readonly dispatch: TurnDispatchService,
   ) {}
 
-  get(caller: Principal, turnId: string): Promise<TurnView> {
+  get(caller: Principal, turnId: TurnId): Promise<TurnView> {
     return this.owned.turn(caller, turnId);
   }
 
-  async usageOf(caller: Principal, turnId: string): Promise<UsageView[]> {
+  async usageOf(caller: Principal, turnId: TurnId): Promise<UsageView[]> {
     const turn = await this.owned.turn(caller, turnId);
     const rows = await this.usage.listForTurn(caller.orgId, turn.id);
     return rows.map(({ turnId: _turnId, ...row }) => row);
   }
 
-  async traceOf(caller: Principal, turnId: string): Promise<TraceView[]> {
+  async traceOf(caller: Principal, turnId: TurnId): Promise<TraceView[]> {
     const turn = await this.owned.turn(caller, turnId);
     const entries = await this.traces.listForTurn(caller.orgId, turn.id);
     return entries.map((e) => ({ kind: e.kind, skillIds: e.skillIds, at: e.at.toISOString() }));
@@ -56,10 +63,10 @@ export class TurnsService {
    */
   async answer(
     caller: Principal,
-    turnId: string,
+    turnId: TurnId,
     blockId: string,
     body: unknown,
-  ): Promise<{ turnId: string; status: TurnStatus }> {
+  ): Promise<{ turnId: TurnId; status: TurnStatus }> {
     const turn = await this.owned.turn(caller, turnId);
     const found = await this.blocks.getBlock(caller.orgId, blockId);
     if (!found || found.turnId !== turn.id) {
@@ -91,7 +98,7 @@ export class TurnsService {
    * Turn protocol step 6: flag the turn, tell its worker, and enqueue a job that settles it when
    * nobody runs it. A turn that has already settled is left as it is.
    */
-  async cancel(caller: Principal, turnId: string): Promise<{ turnId: string; status: TurnStatus }> {
+  async cancel(caller: Principal, turnId: TurnId): Promise<{ turnId: TurnId; status: TurnStatus }> {
     const turn = await this.owned.turn(caller, turnId);
     const flagged = await this.turns.requestCancel(caller.orgId, turn.id);
     if (!flagged) return { turnId: turn.id, status: (await this.turns.get(caller.orgId, turn.id))!.status };

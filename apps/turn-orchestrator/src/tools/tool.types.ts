@@ -1,11 +1,18 @@
-import type { ClarificationRequestBlock, ToolOutcome, ToolUseBlock, Turn } from '@portal/domain';
+import type {
+  ClarificationRequestBlock,
+  OrgId,
+  ToolOutcome,
+  ToolUseBlock,
+  Turn,
+  UserId,
+} from '@portal/domain';
 
 /** What a tool may know of the turn that calls it. */
 export interface ToolContext {
-  orgId: string;
+  orgId: OrgId;
   turn: Turn;
   /** The conversation's owner: tools act with what this user may see. */
-  userId: string;
+  userId: UserId;
   /** Aborted when the turn is cut off or the worker hands it back. */
   signal: AbortSignal;
 }

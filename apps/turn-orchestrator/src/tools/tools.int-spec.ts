@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AttachmentRepository, ConversationRepository, TurnRepository, type AgentTool } from '@portal/dal';
-import { checkTurn, type ApprovalRequestBlock, type ClarificationRequestBlock } from '@portal/domain';
+import {
+  type ApprovalRequestBlock,
+  AttachmentId,
+  checkTurn,
+  type ClarificationRequestBlock,
+  ConversationId,
+  TurnId,
+  UserId,
+} from '@portal/domain';
 import { ORG, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
 import { TurnReconciler } from '../turn/turn-reconciler.service';
 import { CANCELLED_ANSWER } from '../turn/turn-store.service';
@@ -217,9 +225,9 @@ describe('clarification', () => {
       status: 'cut_off',
     });
     await expectValid(turnId);
-    expect((await new ConversationRepository(h.db.dataSource).get(ORG, conversationId))!.title).toBe(
-      'Test title',
-    );
+    expect(
+      (await new ConversationRepository(h.db.dataSource).get(ORG, ConversationId(conversationId)))!.title,
+    ).toBe('Test title');
     expect((await h.usage(turnId)).map((u) => u.kind)).toEqual(['turn', 'summary']);
   });
 });
@@ -230,14 +238,14 @@ describe('a cancelled pause whose cancel job was lost', () => {
     h.fake.enqueue({ toolCalls: [call('ask_clarification', { question: 'Which?' })] });
     await h.run(turnId);
     // The gateway flagged the cancel, but Redis lost the job it enqueued.
-    await new TurnRepository(h.db.dataSource).requestCancel(ORG, turnId);
+    await new TurnRepository(h.db.dataSource).requestCancel(ORG, TurnId(turnId));
 
     expect(await h.app.get(TurnReconciler).reconcile({ idleMs: 0 })).toContain(turnId);
     await h.run(turnId);
     expect((await h.turn(turnId))!.status).toBe('cut_off');
-    expect((await new ConversationRepository(h.db.dataSource).get(ORG, conversationId))!.title).toBe(
-      'Test title',
-    );
+    expect(
+      (await new ConversationRepository(h.db.dataSource).get(ORG, ConversationId(conversationId)))!.title,
+    ).toBe('Test title');
   });
 });
 
@@ -247,16 +255,21 @@ describe('attachment tools', () => {
     const attachments = new AttachmentRepository(h.db.dataSource);
     const doc = await attachments.create(ORG, {
       id: randomUUID(),
-      userId: 'alice',
-      conversationId,
+      userId: UserId('alice'),
+      conversationId: ConversationId(conversationId),
       kind: 'document',
       filename: 'report.txt',
       mimeType: 'text/plain',
       byteSize: 40,
       sha256: 'x',
     });
-    await attachments.savePage(ORG, doc!.id, 1, 'Q3 revenue was 4.2 million.');
-    await attachments.update(ORG, doc!.id, { status: 'finished', pageCount: 1, pagesRead: 1, chars: 27 });
+    await attachments.savePage(ORG, AttachmentId(doc!.id), 1, 'Q3 revenue was 4.2 million.');
+    await attachments.update(ORG, AttachmentId(doc!.id), {
+      status: 'finished',
+      pageCount: 1,
+      pagesRead: 1,
+      chars: 27,
+    });
     h.fake.enqueue(
       {
         toolCalls: [

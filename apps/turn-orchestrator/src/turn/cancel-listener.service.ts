@@ -1,3 +1,4 @@
+import type { TurnId } from '@portal/domain';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { cancelChannel } from '@portal/contracts';
 import { RedisConnections, type RedisClient } from '@portal/redis';
@@ -16,7 +17,7 @@ export class CancelListener implements OnModuleInit {
   ) {
     // Reconnects and subscribes again by itself; runs also check the column.
     this.subscriber = redis.dedicated('subscriber');
-    this.subscriber.on('message', (_channel: string, turnId: string) => {
+    this.subscriber.on('message', (_channel: string, turnId: TurnId) => {
       for (const onCancel of this.watchers.get(turnId) ?? []) onCancel();
     });
   }
@@ -27,7 +28,7 @@ export class CancelListener implements OnModuleInit {
   }
 
   /** Calls `onCancel` when the turn's cancel arrives; returns the function that stops watching. */
-  watch(turnId: string, onCancel: () => void): () => void {
+  watch(turnId: TurnId, onCancel: () => void): () => void {
     const set = this.watchers.get(turnId) ?? new Set();
     set.add(onCancel);
     this.watchers.set(turnId, set);

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Turn } from '@portal/domain';
+import type { OrgId, Turn } from '@portal/domain';
 import {
   classifyModelError,
   findModel,
@@ -17,7 +17,7 @@ import { TurnStore } from './turn-store.service';
 
 /** The agent's reviewer model, and the org the review calls' usage rows belong to. */
 export interface ReviewerOf {
-  orgId: string;
+  orgId: OrgId;
   model: string;
 }
 
@@ -94,7 +94,7 @@ export class Reviewer {
   /** The usage row; a failure to write it is logged and leaves the verdict as it is. */
   private async record(
     turn: Turn,
-    orgId: string,
+    orgId: OrgId,
     model: ModelEntry,
     result: StreamResult,
     callKey: string,

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BlockRepository, ConversationRepository } from '@portal/dal';
-import type { Message, Turn } from '@portal/domain';
+import type { Message, OrgId, Turn } from '@portal/domain';
 import { findModel, ModelClientFactory, type StreamResult } from '@portal/model';
 import { cleanTitle, titlePrompt } from '@portal/prompt';
 import { observeModelCall, PortalMetrics } from '@portal/observability';
@@ -26,7 +26,7 @@ export class TitleService {
     @Inject(PortalMetrics) private readonly metrics: PortalMetrics,
   ) {}
 
-  async afterSettle(orgId: string, turn: Turn, signal?: AbortSignal): Promise<void> {
+  async afterSettle(orgId: OrgId, turn: Turn, signal?: AbortSignal): Promise<void> {
     if (turn.n !== 1 || turn.kind !== 'turn') return;
     try {
       const conversation = await this.conversations.get(orgId, turn.conversationId);

@@ -7,7 +7,7 @@ import {
   MANUAL_REQUEST_ID,
   TurnRepository,
 } from '@portal/dal';
-import { checkTurn, type CompactionBlock } from '@portal/domain';
+import { AgentId, checkTurn, type CompactionBlock, ConversationId } from '@portal/domain';
 import { findModel, priceUsage } from '@portal/model';
 import { BullMqClient, createQueueMicroservice } from '@portal/queue';
 import { fakeContextOverflow, fakeError } from '@portal/testing';
@@ -40,7 +40,7 @@ beforeAll(async () => {
   );
   await worker.listen();
   await new AgentRepository(h.db.dataSource).upsert(ORG, {
-    id: 'auditor',
+    id: AgentId('auditor'),
     name: 'auditor',
     instructions: 'You are the auditor.',
     model: SMALL.id,
@@ -70,7 +70,11 @@ const nonSystem = (request: { body: { messages: { role: string }[] } }) =>
 /** A turn of a conversation that has a title already, so no title call follows the turn. */
 async function openTitled(o: OpenTurn) {
   const opened = await h.openTurn(o);
-  await new ConversationRepository(h.db.dataSource).nameIfUntitled(ORG, opened.conversationId, 'Titled');
+  await new ConversationRepository(h.db.dataSource).nameIfUntitled(
+    ORG,
+    ConversationId(opened.conversationId),
+    'Titled',
+  );
   return opened;
 }
 
@@ -259,7 +263,7 @@ describe('the reconciler', () => {
     await h.run(first.turnId);
     // A `/compact` turn whose job Redis lost.
     const { turn } = (await new TurnRepository(h.db.dataSource).createWithUserMessage(ORG, {
-      conversationId: first.conversationId,
+      conversationId: ConversationId(first.conversationId),
       kind: 'compaction',
       effort: 'low',
       model: 'gpt-test',

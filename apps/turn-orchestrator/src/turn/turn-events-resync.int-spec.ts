@@ -1,3 +1,4 @@
+import { ConversationId } from '@portal/domain';
 import { conversationEventsKey } from '@portal/contracts';
 import { ConversationEvents } from '@portal/queue';
 import { startHarness, type Harness } from '../../test/turn.harness';
@@ -20,7 +21,10 @@ afterAll(async () => {
 /** Opens a turn as the gateway does (its `turn_started` on the stream) and runs it to the end. */
 async function settledTurn() {
   const opened = await h.openTurn();
-  await events.publish(opened.conversationId, { type: 'turn_started', turnId: opened.turnId });
+  await events.publish(ConversationId(opened.conversationId), {
+    type: 'turn_started',
+    turnId: opened.turnId,
+  });
   h.fake.enqueue('The answer.');
   await h.run(opened.turnId);
   expect((await h.turn(opened.turnId))!.status).toBe('completed');
@@ -30,10 +34,10 @@ async function settledTurn() {
 describe('a settled turn whose last events were never published', () => {
   it('gets them from the next run of its job, once', async () => {
     const { turnId, conversationId } = await settledTurn();
-    const key = conversationEventsKey(h.config.prefix, conversationId);
+    const key = conversationEventsKey(h.config.prefix, ConversationId(conversationId));
     const answer = (await h.blocks(turnId)).at(-1)!;
     // The worker "died" after committing the answer and the status: neither event went out.
-    const lost = (await events.readAfter(conversationId, '0-0')).filter(
+    const lost = (await events.readAfter(ConversationId(conversationId), '0-0')).filter(
       ({ event }) =>
         (event.type === 'block_finished' && event.block.id === answer.id) ||
         event.type === 'turn_state' ||
@@ -56,7 +60,7 @@ describe('a settled turn whose last events were never published', () => {
 
   it('publishes the whole turn again when Redis lost its events', async () => {
     const { turnId, conversationId } = await settledTurn();
-    await h.redis.del(conversationEventsKey(h.config.prefix, conversationId));
+    await h.redis.del(conversationEventsKey(h.config.prefix, ConversationId(conversationId)));
     const blocks = await h.blocks(turnId);
 
     await h.run(turnId);

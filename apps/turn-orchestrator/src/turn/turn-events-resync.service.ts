@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { PortalEvent } from '@portal/contracts';
 import { BlockRepository } from '@portal/dal';
-import { isTerminal, type Turn } from '@portal/domain';
+import { isTerminal, type OrgId, type Turn } from '@portal/domain';
 import { ConversationEvents } from '@portal/queue';
 import { DataSource } from 'typeorm';
 
@@ -27,7 +27,7 @@ export class TurnEventsResync {
    * Returns how many events it published. What looks missing is looked at again after `graceMs`,
    * so a worker that is still publishing (a cancel job racing the turn's end) is not repeated.
    */
-  async resync(orgId: string, turn: Turn, graceMs = 1_000): Promise<number> {
+  async resync(orgId: OrgId, turn: Turn, graceMs = 1_000): Promise<number> {
     try {
       let missing = await this.missing(orgId, turn);
       if (!missing.length) return 0;
@@ -44,7 +44,7 @@ export class TurnEventsResync {
     }
   }
 
-  private async missing(orgId: string, turn: Turn): Promise<PortalEvent[]> {
+  private async missing(orgId: OrgId, turn: Turn): Promise<PortalEvent[]> {
     const streamed = await this.events.turnEvents(turn.conversationId, turn.id);
     if (!streamed) return [];
     const published = new Set<string>();

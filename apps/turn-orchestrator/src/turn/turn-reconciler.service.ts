@@ -1,3 +1,4 @@
+import type { TurnId } from '@portal/domain';
 import {
   Inject,
   Injectable,
@@ -103,7 +104,7 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
     const failed = await this.queues.queue(QueueName.Turns).getJobs(['failed'], 0, LIVE_JOBS_SCANNED - 1);
     return new Map(
       failed.flatMap((job) => {
-        const turnId = (job?.data as { turnId?: string } | undefined)?.turnId;
+        const turnId = (job?.data as { turnId?: TurnId } | undefined)?.turnId;
         return turnId ? [[turnId, job.failedReason || 'the job failed'] as const] : [];
       }),
     );
@@ -114,7 +115,7 @@ export class TurnReconciler implements OnApplicationBootstrap, OnModuleDestroy {
     const live = await this.queues
       .queue(queue)
       .getJobs(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'], 0, LIVE_JOBS_SCANNED - 1);
-    return new Set(live.flatMap((job) => (job?.data as { turnId?: string } | undefined)?.turnId ?? []));
+    return new Set(live.flatMap((job) => (job?.data as { turnId?: TurnId } | undefined)?.turnId ?? []));
   }
 
   private async round(): Promise<void> {

@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import { QueueName } from '@portal/contracts';
 import { ConversationRepository, PromptInputLoader, TurnEntity, TurnLeaseRepository } from '@portal/dal';
-import { checkTurn, type TextBlock } from '@portal/domain';
+import { checkTurn, ConversationId, type TextBlock, TurnId } from '@portal/domain';
 import { lastValueFrom } from 'rxjs';
 import { BullMqClient, JOB_OPTIONS, JobRecord, queueKeyPrefix } from '@portal/queue';
 import { fakeError, jobContext } from '@portal/testing';
@@ -188,7 +188,7 @@ describe('shutdown and recovery', () => {
     const queue = h.app.get(BullMqClient).queue(QueueName.Turns);
     const attempt = (attemptsMade: number) =>
       handler.handle(
-        { orgId: ORG, turnId },
+        { orgId: ORG, turnId: TurnId(turnId) },
         jobContext(queue, { id: `run-turn:${turnId}:open`, attemptsMade }),
       );
     try {
@@ -206,14 +206,14 @@ describe('shutdown and recovery', () => {
     expect((await h.events(conversationId)).find((e) => e.type === 'turn_finished')).toMatchObject({
       status: 'cut_off',
     });
-    expect((await new ConversationRepository(h.db.dataSource).get(ORG, conversationId))!.title).toBe(
-      'Test title',
-    );
+    expect(
+      (await new ConversationRepository(h.db.dataSource).get(ORG, ConversationId(conversationId)))!.title,
+    ).toBe('Test title');
   });
 
   it('the reconciler cuts off a stranded turn whose job ran out of attempts instead of running it again', async () => {
     const { turnId } = await h.openTurn();
-    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, turnId, 'dead-worker', -1000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, TurnId(turnId), 'dead-worker', -1000);
     // Its workers died past BullMQ's stall limit: the job failed for good.
     const connection = h.redis.duplicate({ maxRetriesPerRequest: null });
     const prefix = queueKeyPrefix(h.config.prefix, QueueName.Turns);
@@ -244,12 +244,12 @@ describe('shutdown and recovery', () => {
     const reconciler = h.app.get(TurnReconciler);
     const queued = await h.openTurn();
     const record = new JobRecord(
-      { orgId: ORG, turnId: queued.turnId },
+      { orgId: ORG, turnId: TurnId(queued.turnId) },
       { jobId: `run-turn:${queued.turnId}:open` },
     );
     await lastValueFrom(queues.emit(QueueName.Turns, record));
     const abandoned = await h.openTurn();
-    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, abandoned.turnId, 'dead-worker', -1000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, TurnId(abandoned.turnId), 'dead-worker', -1000);
 
     const keys = await h.redis.keys(`${queueKeyPrefix(h.config.prefix, QueueName.Turns)}*`);
     expect(keys.length).toBeGreaterThan(0);

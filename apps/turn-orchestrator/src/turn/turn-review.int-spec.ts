@@ -1,6 +1,6 @@
 import type { PortalEvent } from '@portal/contracts';
 import { AgentRepository } from '@portal/dal';
-import { checkTurn } from '@portal/domain';
+import { AgentId, checkTurn } from '@portal/domain';
 import { fakeError, type FakeRequest, type FakeScript } from '@portal/testing';
 import { addSkill, ORG, skill, startHarness, type Harness } from '../../test/turn.harness';
 import { Reviewer } from './reviewer.service';
@@ -18,7 +18,7 @@ beforeAll(async () => {
   h = await startHarness({ models: [{ id: 'judge', contextWindow: 32000, price: JUDGE_PRICE }] });
   factCheck = await addSkill(h, skill('fact-check'));
   await new AgentRepository(h.db.dataSource).upsert(ORG, {
-    id: 'guarded',
+    id: AgentId('guarded'),
     name: 'guarded',
     instructions: 'You are guarded.',
     model: 'gpt-test',

@@ -1,5 +1,5 @@
 import { ConversationRepository, SkillRepository, TurnLeaseRepository } from '@portal/dal';
-import { checkTurn } from '@portal/domain';
+import { checkTurn, ConversationId, TurnId } from '@portal/domain';
 import { fakeError } from '@portal/testing';
 import { addSkill, ORG, skill, startHarness, transcriptOf, type Harness } from '../../test/turn.harness';
 
@@ -77,7 +77,10 @@ describe('the agent loop', () => {
     // 221 fresh at $1, 100 cached at $0.5, 4 out at $2 per million.
     expect(usage[0].cost).toBeCloseTo((221 + 50 + 8) / 1e6, 12);
 
-    const conversation = await new ConversationRepository(h.db.dataSource).get(ORG, conversationId);
+    const conversation = await new ConversationRepository(h.db.dataSource).get(
+      ORG,
+      ConversationId(conversationId),
+    );
     expect(conversation!.title).toBe('Test title');
     const titleCall = h.fake.requests.slice(mark).find((r) => !r.body.tools);
     expect(titleCall!.body.messages.slice(1, 3)).toEqual([
@@ -332,7 +335,7 @@ describe('running a turn again', () => {
 
   it('a turn claimed by a dead worker is finished by another once the lease lapses', async () => {
     const { turnId } = await h.openTurn();
-    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, turnId, 'dead-worker', -1000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, TurnId(turnId), 'dead-worker', -1000);
     h.fake.enqueue('Taken over.');
     await h.run(turnId);
     expect((await h.turn(turnId))!.status).toBe('completed');
@@ -341,7 +344,7 @@ describe('running a turn again', () => {
 
   it('a turn held by a live lease is left alone, and its job told to look again later', async () => {
     const { turnId } = await h.openTurn();
-    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, turnId, 'live-worker', 60_000);
+    await new TurnLeaseRepository(h.db.dataSource).claim(ORG, TurnId(turnId), 'live-worker', 60_000);
     const requests = h.fake.requests.length;
     await expect(h.run(turnId)).resolves.toBe('busy');
     expect(h.fake.requests.length).toBe(requests);
@@ -381,9 +384,9 @@ describe('running a turn again', () => {
     const conversations = new ConversationRepository(h.db.dataSource);
     h.fake.enqueue('Named later.', fakeError(400, 'Title refused'));
     await h.run(turnId);
-    expect((await conversations.get(ORG, conversationId))!.title).toBeNull();
+    expect((await conversations.get(ORG, ConversationId(conversationId)))!.title).toBeNull();
     await h.run(turnId);
-    expect((await conversations.get(ORG, conversationId))!.title).toBe('Test title');
+    expect((await conversations.get(ORG, ConversationId(conversationId)))!.title).toBe('Test title');
     expect((await h.usage(turnId)).map((u) => u.kind)).toEqual(['turn', 'summary']);
   });
 

@@ -10,12 +10,14 @@ import {
   type TurnPromptInput,
 } from '@portal/dal';
 import {
+  type ApprovalRequestBlock,
   DomainError,
   isDomainError,
   isTerminal,
-  type ApprovalRequestBlock,
+  type OrgId,
   type RequestBlock,
   type ToolUseBlock,
+  type TurnId,
 } from '@portal/domain';
 import { priceUsage, type ChatRequest, type ModelEntry, type TokenUsage } from '@portal/model';
 import { addLogContext, inSpan, SPAN } from '@portal/observability';
@@ -143,7 +145,7 @@ export class TurnRunner {
   }
 
   /** A turn that could not be claimed: settled, not a `turn`, paused, or held by another worker. */
-  private async unclaimed(orgId: string, turnId: string): Promise<'busy' | undefined> {
+  private async unclaimed(orgId: OrgId, turnId: TurnId): Promise<'busy' | undefined> {
     const found = await this.turns.get(orgId, turnId);
     if (!found || found.kind !== 'turn') return;
     addLogContext({ conversationId: found.conversationId });

@@ -11,11 +11,13 @@ import {
 } from '@portal/dal';
 import {
   assertInvariants,
+  type Block,
   isPendingRequest,
   isTerminal,
-  type Block,
   type Message,
+  type OrgId,
   type Turn,
+  type TurnId,
   type TurnStatus,
 } from '@portal/domain';
 import { priceUsage, type ModelEntry, type TokenUsage } from '@portal/model';
@@ -26,7 +28,7 @@ import type { BlockDraft } from './turn-steps.util';
 
 /** A turn this worker has claimed, and the lease owner it claimed it as. */
 export interface HeldTurn {
-  orgId: string;
+  orgId: OrgId;
   turn: Turn;
   owner: string;
   /** When this run claimed the turn (ms), for `portal_turn_duration_seconds`. */
@@ -93,7 +95,7 @@ export class TurnStore {
    * `contextTokens`.
    */
   async recordSideCall(
-    orgId: string,
+    orgId: OrgId,
     turn: Pick<Turn, 'id' | 'conversationId'>,
     call: { kind: 'summary' | 'review'; model: ModelEntry; usage: TokenUsage; callKey: string },
   ): Promise<void> {
@@ -250,7 +252,7 @@ export class TurnStore {
    * request gets a cancelled answer (a denial for an approval) so invariant 5 holds; unanswered
    * calls stay unanswered. Null when the turn is not (or no longer) such a turn.
    */
-  async cutOffUnheld(orgId: string, turnId: string, error?: string): Promise<Turn | null> {
+  async cutOffUnheld(orgId: OrgId, turnId: TurnId, error?: string): Promise<Turn | null> {
     const done = await this.dataSource.transaction(async (em) => {
       const turns = new TurnRepository(em);
       const blocks = new BlockRepository(em);

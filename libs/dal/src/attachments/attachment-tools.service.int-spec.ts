@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import type { AttachmentKind } from '@portal/domain';
+import { AttachmentId, type AttachmentKind, OrgId, UserId } from '@portal/domain';
 import { AttachmentRepository, type ManifestPatch } from '../repositories/attachment.repository';
 import { TurnRepository } from '../repositories/turn.repository';
 import { newConversation, seedOrg } from '../testing/dal.fixtures';
@@ -8,8 +8,8 @@ import { sourcePage } from '../testing/source-pages.util';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { AttachmentToolsService, type AttachmentToolScope } from './attachment-tools.service';
 
-const ACME = 'acme';
-const GLOBEX = 'globex';
+const ACME = OrgId('acme');
+const GLOBEX = OrgId('globex');
 const SEED_VI = sourcePage('vi');
 
 let db: ScratchDatabase;
@@ -28,9 +28,9 @@ async function attachment(
   opts: { orgId?: string; kind?: AttachmentKind } = {},
 ): Promise<string> {
   const orgId = opts.orgId ?? ACME;
-  const created = await repo.create(orgId, {
+  const created = await repo.create(OrgId(orgId), {
     id: randomUUID(),
-    userId: 'alice',
+    userId: UserId('alice'),
     conversationId: target?.conversationId ?? null,
     kind: opts.kind ?? 'document',
     filename,
@@ -38,8 +38,9 @@ async function attachment(
     byteSize: 1,
     sha256: 'x',
   });
-  for (const [i, text] of pages.entries()) await repo.savePage(orgId, created!.id, i + 1, text);
-  await repo.update(orgId, created!.id, {
+  for (const [i, text] of pages.entries())
+    await repo.savePage(OrgId(orgId), AttachmentId(created!.id), i + 1, text);
+  await repo.update(OrgId(orgId), AttachmentId(created!.id), {
     status: 'finished',
     pageCount: pages.length,
     pagesRead: pages.length,
@@ -211,7 +212,7 @@ describe('search_attachments', () => {
   });
 
   it('finds Vietnamese with tone marks, whatever the case or Unicode form of the query', async () => {
-    const pages = await repo.getPages(ACME, vi);
+    const pages = await repo.getPages(ACME, AttachmentId(vi));
     const query = 'NGỮ CẢNH'.normalize('NFD');
     const found = await tools.searchAttachments(scope, { query, attachment_ids: [vi] });
     const hit = /"dung-prompt\.txt" \(attachment [^)]+\), page (\d+): (.*)/.exec(found.content);

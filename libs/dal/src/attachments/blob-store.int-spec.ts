@@ -1,3 +1,4 @@
+import { AttachmentId, OrgId } from '@portal/domain';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -5,8 +6,8 @@ import { join, relative } from 'node:path';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { blobStoreFor, FileBlobStore, PostgresBlobStore, type BlobKey, type BlobStore } from './blob-store';
 
-const ACME = 'acme';
-const GLOBEX = 'globex';
+const ACME = OrgId('acme');
+const GLOBEX = OrgId('globex');
 
 let db: ScratchDatabase;
 let root: string;
@@ -23,7 +24,7 @@ afterAll(async () => {
 
 const key = (over: Partial<BlobKey> = {}): BlobKey => ({
   orgId: ACME,
-  attachmentId: randomUUID(),
+  attachmentId: AttachmentId(randomUUID()),
   variant: 'original',
   ...over,
 });
@@ -63,9 +64,9 @@ describe.each([
 
   it('answers null for a missing key and an attachment id that is not a uuid', async () => {
     expect(await store.get(key())).toBeNull();
-    expect(await store.get(key({ attachmentId: 'not-a-uuid' }))).toBeNull();
-    expect(await store.get(key({ attachmentId: '../../etc/passwd' }))).toBeNull();
-    await expect(store.put(key({ attachmentId: '../x' }), Buffer.from('x'))).rejects.toThrow(
+    expect(await store.get(key({ attachmentId: AttachmentId('not-a-uuid') }))).toBeNull();
+    expect(await store.get(key({ attachmentId: AttachmentId('../../etc/passwd') }))).toBeNull();
+    await expect(store.put(key({ attachmentId: AttachmentId('../x') }), Buffer.from('x'))).rejects.toThrow(
       'not an attachment id',
     );
   });
@@ -74,7 +75,7 @@ describe.each([
     const k = key();
     await store.put(k, Buffer.from('secret'));
     for (const orgId of [GLOBEX, "acme' OR 'x'='x", 'acme\\', 'ACME', '']) {
-      expect(await store.get({ ...k, orgId })).toBeNull();
+      expect(await store.get({ ...k, orgId: OrgId(orgId) })).toBeNull();
     }
     await store.put({ ...k, orgId: GLOBEX }, Buffer.from('overwritten')).catch(() => undefined);
     expect(await store.get(k)).toEqual(Buffer.from('secret'));
@@ -106,7 +107,7 @@ describe.each([
       expect((await store.get({ ...kept, variant }))?.toString()).toBe(variant);
     }
     await store.removeAll({ orgId: ACME, attachmentId: doomed.attachmentId });
-    await store.removeAll({ orgId: ACME, attachmentId: '../..' });
+    await store.removeAll({ orgId: ACME, attachmentId: AttachmentId('../..') });
     expect((await store.get(kept))?.toString()).toBe('original');
   });
 });
@@ -137,12 +138,12 @@ describe('FileBlobStore', () => {
   it('keeps an org id like ../../etc inside the root, apart from every other org', async () => {
     const dir = mkdtempSync(join(root, 'traversal-'));
     const store = new FileBlobStore(dir);
-    const k = key({ orgId: '../../etc' });
+    const k = key({ orgId: OrgId('../../etc') });
     await store.put(k, Buffer.from('inside'));
-    await store.put({ ...k, orgId: '..' }, Buffer.from('dots'));
-    await store.put({ ...k, orgId: '%2E%2E' }, Buffer.from('encoded'));
+    await store.put({ ...k, orgId: OrgId('..') }, Buffer.from('dots'));
+    await store.put({ ...k, orgId: OrgId('%2E%2E') }, Buffer.from('encoded'));
     expect(await store.get(k)).toEqual(Buffer.from('inside'));
-    expect(await store.get({ ...k, orgId: '..' })).toEqual(Buffer.from('dots'));
+    expect(await store.get({ ...k, orgId: OrgId('..') })).toEqual(Buffer.from('dots'));
     const files = filesUnder(dir);
     expect(files).toHaveLength(3);
     for (const file of files) expect(file).toMatch(/^[0-9a-f]+\/[0-9a-f-]{36}\/original$/);

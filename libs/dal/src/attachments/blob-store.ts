@@ -1,3 +1,4 @@
+import type { AttachmentId, OrgId } from '@portal/domain';
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
@@ -8,8 +9,8 @@ import { readByteaByCopy } from './bytea-copy.util';
 
 /** One stored copy of an attachment; every key is scoped by its org. */
 export interface BlobKey {
-  orgId: string;
-  attachmentId: string;
+  orgId: OrgId;
+  attachmentId: AttachmentId;
   variant: BlobVariant;
 }
 

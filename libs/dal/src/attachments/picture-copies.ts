@@ -1,3 +1,4 @@
+import type { AttachmentId, OrgId } from '@portal/domain';
 import type { ModelVision } from '@portal/model';
 import type { Sharp, SharpOptions } from 'sharp';
 import type { BlobVariant } from '../records.types';
@@ -104,7 +105,7 @@ export class PictureCopies {
    * accepted, so a render never decodes more than ingest let through.
    */
   async make(
-    key: { orgId: string; attachmentId: string },
+    key: { orgId: OrgId; attachmentId: AttachmentId },
     original: Buffer,
     picture: OriginalSize,
     limits: ModelVision,
@@ -122,7 +123,7 @@ export class PictureCopies {
    * original is gone or cannot be rendered (the prompt then says the picture is not available).
    */
   async get(
-    key: { orgId: string; attachmentId: string },
+    key: { orgId: OrgId; attachmentId: AttachmentId },
     picture: OriginalSize,
     limits: ModelVision,
   ): Promise<PictureCopy | null> {

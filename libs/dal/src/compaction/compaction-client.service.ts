@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { QueueEvents } from 'bullmq';
 import { QueueName, type JobData } from '@portal/contracts';
-import type { CompactionBlock } from '@portal/domain';
+import type { CompactionBlock, OrgId, TurnId } from '@portal/domain';
 import { JobRecord, queueKeyPrefix, type BullMqClient } from '@portal/queue';
 import type { RedisConnections } from '@portal/redis';
 import { lastValueFrom } from 'rxjs';
@@ -22,7 +22,7 @@ export class CompactionError extends Error {
   override name = 'CompactionError';
 
   constructor(
-    readonly turnId: string,
+    readonly turnId: TurnId,
     readonly reason: string,
   ) {
     super(`Compaction of turn ${turnId} failed: ${reason}`);
@@ -50,8 +50,8 @@ export class CompactionClient {
    * `signal` stops the wait (the worker may still write its block).
    */
   async compact(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     opts: { requestId?: string; timeoutMs?: number; signal?: AbortSignal } = {},
   ): Promise<CompactionBlock> {
     const requestId = opts.requestId ?? randomUUID();

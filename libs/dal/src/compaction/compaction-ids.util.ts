@@ -1,3 +1,4 @@
+import type { TurnId } from '@portal/domain';
 import { createHash } from 'node:crypto';
 
 /** A request id travels in a BullMQ job id, which allows no `:` of its own. */
@@ -14,7 +15,7 @@ export function isCompactionRequestId(requestId: string): boolean {
 export const MANUAL_REQUEST_ID = 'manual';
 
 /** `compact:<turnId>:<requestId>`: enqueueing the same request twice makes one job. */
-export function compactionJobId(turnId: string, requestId: string): string {
+export function compactionJobId(turnId: TurnId, requestId: string): string {
   if (!isCompactionRequestId(requestId)) {
     throw new Error(`A compaction request id must be 1-128 letters, digits, "_" or "-": ${requestId}`);
   }
@@ -29,11 +30,11 @@ function derivedUuid(...parts: string[]): string {
 }
 
 /** The id of the compaction block a request writes. */
-export function compactionBlockId(turnId: string, requestId: string): string {
+export function compactionBlockId(turnId: TurnId, requestId: string): string {
   return derivedUuid('compaction', turnId, requestId);
 }
 
 /** The id of the portal's "Context summarised" line after a manual compaction block. */
-export function compactionLineId(turnId: string, requestId: string): string {
+export function compactionLineId(turnId: TurnId, requestId: string): string {
   return derivedUuid('compaction-line', turnId, requestId);
 }

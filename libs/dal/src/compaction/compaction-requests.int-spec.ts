@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { QueueName, readRedisUrl } from '@portal/contracts';
-import { isDomainError, type CompactionBlock } from '@portal/domain';
+import { type CompactionBlock, ConversationId, isDomainError, OrgId } from '@portal/domain';
 import { BullMqClient, ConversationEvents } from '@portal/queue';
 import { RedisConnections } from '@portal/redis';
 import { BlockRepository } from '../repositories/block.repository';
@@ -14,7 +14,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { CompactionRequests } from './compaction-requests.service';
 import { compactionJobId } from './compaction-ids.util';
 
-const ORG = 'acme';
+const ORG = OrgId('acme');
 const redisUrl = readRedisUrl(process.env);
 const prefix = `test-cmp-${randomUUID().slice(0, 8)}`;
 
@@ -54,7 +54,7 @@ const compaction = (to: number, trigger: CompactionBlock['trigger'] = 'MANUAL') 
 
 const open = (conversationId: string, over: { text?: string; attachmentIds?: string[] } = {}) =>
   requests.open(ORG, {
-    conversationId,
+    conversationId: ConversationId(conversationId),
     text: over.text ?? '/compact keep every figure',
     attachmentIds: over.attachmentIds,
     effort: 'low',
@@ -63,12 +63,12 @@ const open = (conversationId: string, over: { text?: string; attachmentIds?: str
 
 /** What a refusal must leave untouched: the turns, the compaction queue and the event stream. */
 async function recorded(conversationId: string) {
-  const turns = await new TurnRepository(ds).listForConversation(ORG, conversationId);
+  const turns = await new TurnRepository(ds).listForConversation(ORG, ConversationId(conversationId));
   const jobs = await queues.queue(QueueName.Compactions).getJobCounts('wait', 'delayed', 'active');
   return {
     turns: turns.map((t) => [t.n, t.kind, t.status]),
     jobs: Object.values(jobs).reduce((a, b) => a + b, 0),
-    events: (await events.readAfter(conversationId, '0-0')).length,
+    events: (await events.readAfter(ConversationId(conversationId), '0-0')).length,
   };
 }
 

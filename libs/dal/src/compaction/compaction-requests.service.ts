@@ -1,4 +1,12 @@
-import { DomainError, type Effort, type Message, type TextBlock, type Turn } from '@portal/domain';
+import {
+  type ConversationId,
+  DomainError,
+  type Effort,
+  type Message,
+  type OrgId,
+  type TextBlock,
+  type Turn,
+} from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import { QueueName } from '@portal/contracts';
 import { JobRecord, type BullMqClient, type ConversationEvents } from '@portal/queue';
@@ -10,7 +18,7 @@ import { compactionJobId, MANUAL_REQUEST_ID } from './compaction-ids.util';
 import { CompactionRepository } from './compaction.repository';
 
 export interface ManualCompactionInput {
-  conversationId: string;
+  conversationId: ConversationId;
   /** The message as typed: exactly `/compact`, optionally followed by instructions. */
   text: string;
   attachmentIds?: readonly string[];
@@ -52,7 +60,7 @@ export class CompactionRequests {
   ) {}
 
   /** Throws DomainError `compact_refused` (details.rule) when a rule refuses the message. */
-  async check(orgId: string, input: Pick<ManualCompactionInput, 'conversationId' | 'attachmentIds'>) {
+  async check(orgId: OrgId, input: Pick<ManualCompactionInput, 'conversationId' | 'attachmentIds'>) {
     const latest = await new TurnRepository(this.db).getLatest(orgId, input.conversationId);
     if (latest && ['queued', 'running', 'paused'].includes(latest.status)) {
       throw refused('turn_open', COMPACT_REFUSALS.turn_open(latest.status));
@@ -65,7 +73,7 @@ export class CompactionRequests {
     }
   }
 
-  async open(orgId: string, input: ManualCompactionInput): Promise<OpenedCompaction> {
+  async open(orgId: OrgId, input: ManualCompactionInput): Promise<OpenedCompaction> {
     if (!parseLeadingSlugs(input.text).isCompact) {
       throw new DomainError('validation_failed', 'Not a /compact message');
     }

@@ -1,3 +1,4 @@
+import { ConversationId, OrgId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource, createScratchDatabase, type ScratchDatabase } from '../data-source';
@@ -15,8 +16,8 @@ import { PersonRequestRepository } from '../repositories/person-request.reposito
 import { UsageRepository } from '../repositories/usage.repository';
 import { CompactionRepository, type KeyedBlock } from './compaction.repository';
 
-const ORG = 'acme';
-const OTHER = 'globex';
+const ORG = OrgId('acme');
+const OTHER = OrgId('globex');
 
 let db: ScratchDatabase;
 let ds: DataSource;
@@ -33,7 +34,7 @@ afterAll(async () => {
 
 describe("the compaction's reads of a long conversation: cost", () => {
   const lengths = [1000, 5000];
-  const conversations: string[] = [];
+  const conversations: ConversationId[] = [];
   let log: QueryLog;
   let logged: DataSource;
 
@@ -56,10 +57,14 @@ describe("the compaction's reads of a long conversation: cost", () => {
     const statements: string[] = [];
     for (const [i, length] of lengths.entries()) {
       log.queries = [];
-      const read = await new PersonRequestRepository(logged).readBefore(ORG, conversations[i], {
-        before: { turnN: length + 1, seq: 0 },
-        limit: 32,
-      });
+      const read = await new PersonRequestRepository(logged).readBefore(
+        ORG,
+        ConversationId(conversations[i]),
+        {
+          before: { turnN: length + 1, seq: 0 },
+          limit: 32,
+        },
+      );
       expect(read.map((r) => [r.turnN, r.text])).toEqual(
         Array.from({ length: 32 }, (_, k) => [length - 31 + k, `turn ${length - 31 + k}`]),
       );
@@ -81,9 +86,12 @@ describe("the compaction's reads of a long conversation: cost", () => {
   });
   it('asks whether anything was written since the last compaction with a few index probes', async () => {
     log.queries = [];
-    expect(await new CompactionRepository(logged).writtenSinceLastCompaction(ORG, conversations[1])).toBe(
-      true,
-    );
+    expect(
+      await new CompactionRepository(logged).writtenSinceLastCompaction(
+        ORG,
+        ConversationId(conversations[1]),
+      ),
+    ).toBe(true);
     const [q] = log.queries;
     for (const scan of await planScans(ds, q.sql, q.params)) {
       expect(scan.type).not.toBe('Seq Scan');

@@ -1,4 +1,4 @@
-import type { Block, TurnStatus } from '@portal/domain';
+import type { Block, ConversationId, OrgId, TurnId, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { NewBlock } from '../mappers/block.mapper';
@@ -25,7 +25,7 @@ export class CompactionRepository {
    * block by `(turn_id, seq)` (a subquery with LIMIT stays a probe: a join could be planned as a
    * merge over every block of the table).
    */
-  async writtenSinceLastCompaction(orgId: string, conversationId: string): Promise<boolean> {
+  async writtenSinceLastCompaction(orgId: OrgId, conversationId: ConversationId): Promise<boolean> {
     if (!isUuid(conversationId)) return false;
     const {
       rows: [row],
@@ -59,8 +59,8 @@ export class CompactionRepository {
    * `status`.
    */
   async appendOnce(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     blocks: KeyedBlock[],
     opts: { status: TurnStatus; usage?: (UsageRow & { callKey: string }) | null },
   ): Promise<{ blocks: Block[]; written: boolean } | null> {

@@ -1,4 +1,4 @@
-import type { Block, BlockKind, Message } from '@portal/domain';
+import { type Block, type BlockKind, type Message, TurnId } from '@portal/domain';
 import type { BlockEntity } from '../entities/block.entity';
 import type { MessageEntity } from '../entities/message.entity';
 
@@ -25,5 +25,5 @@ export function toBlockPayload(block: Block | NewBlock): {
 }
 
 export function toMessage(row: MessageRow, blocks: Block[]): Message {
-  return { id: row.id, turnId: row.turnId, role: row.role, blocks, attachmentIds: row.attachmentIds };
+  return { id: row.id, turnId: TurnId(row.turnId), role: row.role, blocks, attachmentIds: row.attachmentIds };
 }

@@ -1,3 +1,4 @@
+import { ConversationId, OrgId, TurnId, UserId } from '@portal/domain';
 import type { OrgEntity } from '../entities/org.entity';
 import type { ToolResultEntity } from '../entities/tool-result.entity';
 import type { TraceEntryEntity } from '../entities/trace-entry.entity';
@@ -6,16 +7,16 @@ import type { UserEntity } from '../entities/user.entity';
 import type { Org, ToolResult, TraceEntry, UsageRow, User } from '../records.types';
 
 export function toOrg(e: OrgEntity): Org {
-  return { id: e.id, name: e.name };
+  return { id: OrgId(e.id), name: e.name };
 }
 
 export function toUser(e: UserEntity): User {
-  return { orgId: e.orgId, id: e.id, role: e.role };
+  return { orgId: OrgId(e.orgId), id: UserId(e.id), role: e.role };
 }
 
 export function toUsageRow(e: UsageRowEntity): UsageRow {
   return {
-    turnId: e.turnId,
+    turnId: TurnId(e.turnId),
     kind: e.kind,
     model: e.model,
     inputTokens: e.inputTokens,
@@ -26,14 +27,14 @@ export function toUsageRow(e: UsageRowEntity): UsageRow {
 }
 
 export function toTraceEntry(e: TraceEntryEntity): TraceEntry {
-  return { turnId: e.turnId, kind: e.kind, skillIds: e.skillIds, at: e.at };
+  return { turnId: TurnId(e.turnId), kind: e.kind, skillIds: e.skillIds, at: e.at };
 }
 
 export function toToolResult(e: ToolResultEntity): ToolResult {
   return {
     ref: e.ref,
-    conversationId: e.conversationId,
-    turnId: e.turnId,
+    conversationId: ConversationId(e.conversationId),
+    turnId: TurnId(e.turnId),
     callId: e.callId,
     content: e.content,
   };

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DomainError, type TextBlock } from '@portal/domain';
+import {
+  AgentId,
+  AttachmentId,
+  ConversationId,
+  DomainError,
+  OrgId,
+  type TextBlock,
+  TurnId,
+  UserId,
+} from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { assemblePrompt, resolveLimits } from '@portal/prompt';
 import sharp from 'sharp';
@@ -20,7 +29,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { DEFAULT_PORTAL_FLOOR, readPortalFloor } from './portal-floor.util';
 import { PromptInputLoader, type PromptInputOptions } from './prompt-input.loader';
 
-const ORG = 'acme';
+const ORG = OrgId('acme');
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
 
 const model = (over: Partial<ModelEntry> = {}): ModelEntry => ({
@@ -78,7 +87,7 @@ beforeAll(async () => {
   }
   const agents = new AgentRepository(ds);
   await agents.upsert(ORG, {
-    id: 'researcher',
+    id: AgentId('researcher'),
     name: 'Researcher',
     instructions: 'Research carefully.',
     model: 'gpt-test',
@@ -95,7 +104,7 @@ beforeAll(async () => {
     reviewer: null,
     compactionGuidance: null,
   });
-  await agents.setSkills(ORG, 'researcher', [ids['summarise'], ids['fact-check'], ids['bobs']]);
+  await agents.setSkills(ORG, AgentId('researcher'), [ids['summarise'], ids['fact-check'], ids['bobs']]);
 });
 afterAll(async () => {
   await db.drop();
@@ -110,41 +119,44 @@ async function attachment(
   const repo = new AttachmentRepository(ds);
   const created = await repo.create(ORG, {
     id: randomUUID(),
-    userId: 'alice',
-    conversationId,
+    userId: UserId('alice'),
+    conversationId: ConversationId(conversationId),
     kind,
     filename: kind === 'document' ? 'notes.md' : 'photo.png',
     mimeType: kind === 'document' ? 'text/markdown' : 'image/png',
     byteSize: 10,
     sha256: 'x',
   });
-  await repo.update(ORG, created!.id, { status: 'finished', ...over });
+  await repo.update(ORG, AttachmentId(created!.id), { status: 'finished', ...over });
   return created!.id;
 }
 
 /** A conversation: turn 1 settled with a short document and a picture, turn 2 queued with a long document. */
 /** The turn as a run reads it before loading its prompt. */
 async function turnOf(turnId: string) {
-  return (await new TurnRepository(ds).get(ORG, turnId))!;
+  return (await new TurnRepository(ds).get(ORG, TurnId(turnId)))!;
 }
 
 async function conversationWithAttachments() {
   const conversationId = await newConversation(ds, ORG);
   const attachments = new AttachmentRepository(ds);
   const shortDoc = await attachment(conversationId, 'document', { pageCount: 2, pagesRead: 2, chars: 20 });
-  await attachments.savePage(ORG, shortDoc, 1, 'Page one.');
-  await attachments.savePage(ORG, shortDoc, 2, 'Page two.');
+  await attachments.savePage(ORG, AttachmentId(shortDoc), 1, 'Page one.');
+  await attachments.savePage(ORG, AttachmentId(shortDoc), 2, 'Page two.');
   const longDoc = await attachment(conversationId, 'document', { pageCount: 1, pagesRead: 1, chars: 9000 });
-  await attachments.savePage(ORG, longDoc, 1, 'x'.repeat(9000));
+  await attachments.savePage(ORG, AttachmentId(longDoc), 1, 'x'.repeat(9000));
   const picture = await attachment(conversationId, 'picture', {
     picture: { width: 10, height: 10, originalWidth: 10, originalHeight: 10 },
   });
   // Stored as the copy for the model's limits: the loader sends it as it is.
-  await blobs.put({ orgId: ORG, attachmentId: picture, variant: reducedVariant(model().vision!) }, PNG);
+  await blobs.put(
+    { orgId: ORG, attachmentId: AttachmentId(picture), variant: reducedVariant(model().vision!) },
+    PNG,
+  );
 
   const turns = new TurnRepository(ds);
   const first = await turns.createWithUserMessage(ORG, {
-    conversationId,
+    conversationId: conversationId,
     effort: 'low',
     model: 'gpt-test',
     text: 'Read these.',
@@ -154,7 +166,7 @@ async function conversationWithAttachments() {
   await blocks.append(ORG, first!.turn.id, [answer('Read.')]);
   await turns.updateStatus(ORG, first!.turn.id, 'completed');
   const second = await turns.createWithUserMessage(ORG, {
-    conversationId,
+    conversationId: conversationId,
     effort: 'high',
     model: 'gpt-test',
     text: '/fact-check Compare with this.',
@@ -200,7 +212,10 @@ describe('PromptInputLoader.load', () => {
       const id = await attachment(conversationId, 'picture', {
         picture: { width: 10, height: 10, originalWidth: 10, originalHeight: 10 },
       });
-      await blobs.put({ orgId: ORG, attachmentId: id, variant: reducedVariant(model().vision!) }, PNG);
+      await blobs.put(
+        { orgId: ORG, attachmentId: AttachmentId(id), variant: reducedVariant(model().vision!) },
+        PNG,
+      );
       return id;
     };
     const [hidden, shown] = [await picture(), await picture()];
@@ -208,7 +223,7 @@ describe('PromptInputLoader.load', () => {
     const blocks = new BlockRepository(ds);
     // Turn 1 was compacted while it ran: its opening message (and picture) is behind the summary.
     const first = await turns.createWithUserMessage(ORG, {
-      conversationId,
+      conversationId: conversationId,
       effort: 'low',
       model: 'gpt-test',
       text: 'Look at this.',
@@ -225,7 +240,7 @@ describe('PromptInputLoader.load', () => {
     ]);
     await turns.updateStatus(ORG, first!.turn.id, 'completed');
     const second = await turns.createWithUserMessage(ORG, {
-      conversationId,
+      conversationId: conversationId,
       effort: 'low',
       model: 'gpt-test',
       text: 'And this one.',
@@ -252,10 +267,10 @@ describe('PromptInputLoader.load', () => {
     const id = await attachment(conversationId, 'picture', {
       picture: { width: 1536, height: 768, originalWidth: 3000, originalHeight: 1500 },
     });
-    await blobs.put({ orgId: ORG, attachmentId: id, variant: 'original' }, original);
+    await blobs.put({ orgId: ORG, attachmentId: AttachmentId(id), variant: 'original' }, original);
     const catalogue = [model(), model({ id: 'small', vision: { maxLongSide: 512, maxShortSide: 512 } })];
     const turn = (await new TurnRepository(ds).createWithUserMessage(ORG, {
-      conversationId,
+      conversationId: conversationId,
       effort: 'low',
       model: 'gpt-test',
       text: 'What is this?',
@@ -346,7 +361,7 @@ describe('PromptInputLoader.load', () => {
   it("rejects another user's private skill", async () => {
     const conversationId = await newConversation(ds, ORG);
     const created = await new TurnRepository(ds).createWithUserMessage(ORG, {
-      conversationId,
+      conversationId: conversationId,
       effort: 'low',
       model: 'gpt-test',
       text: '/bobs hi',
@@ -363,7 +378,7 @@ describe('PromptInputLoader.load', () => {
     await expect(
       loader.load(ORG, await turnOf(c.turnId), options({ catalogue: [model({ id: 'other' })] })),
     ).rejects.toThrow(/model "gpt-test"/);
-    await expect(loader.load('globex', await turnOf(c.turnId), options())).rejects.toBeInstanceOf(
+    await expect(loader.load(OrgId('globex'), await turnOf(c.turnId), options())).rejects.toBeInstanceOf(
       DomainError,
     );
   });
@@ -378,7 +393,7 @@ describe('PromptInputLoader.load', () => {
         for (let n = 1; n <= past; n++)
           await settledTurn(ds, ORG, conversationId, { text: `t${n}`, blocks: [answer(`a${n}`)] });
         const open = await new TurnRepository(ds).createWithUserMessage(ORG, {
-          conversationId,
+          conversationId: conversationId,
           effort: 'low',
           model: 'gpt-test',
           text: 'now',

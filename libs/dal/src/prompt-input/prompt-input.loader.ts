@@ -1,4 +1,11 @@
-import { DomainError, type Message, type Turn } from '@portal/domain';
+import {
+  AttachmentId,
+  type ConversationId,
+  DomainError,
+  type Message,
+  type OrgId,
+  type Turn,
+} from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import {
   conversationEntries,
@@ -75,7 +82,7 @@ export class PromptInputLoader {
    * `turn` as the caller read it: what a call uses of it (number, model, effort, skills) is fixed
    * when the turn opens, so every read here can run side by side.
    */
-  async load(orgId: string, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
+  async load(orgId: OrgId, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
     const turnId = turn.id;
     const [{ conversation, agent }, selected, snapshot, window, read] = await Promise.all([
       this.conversationAndAgent(orgId, turn.conversationId),
@@ -132,8 +139,8 @@ export class PromptInputLoader {
    * no new message: a preview reports the layers up to memory.
    */
   async forPreview(
-    orgId: string,
-    conversationId: string,
+    orgId: OrgId,
+    conversationId: ConversationId,
     opts: PromptInputOptions,
   ): Promise<PreviewPromptInput> {
     const { conversation, agent } = await this.conversationAndAgent(orgId, conversationId);
@@ -159,11 +166,11 @@ export class PromptInputLoader {
     };
   }
 
-  private async skillsById(orgId: string, ids: string[]): Promise<Skill[]> {
+  private async skillsById(orgId: OrgId, ids: string[]): Promise<Skill[]> {
     return ids.length ? this.skills.getMany(orgId, ids) : [];
   }
 
-  private async conversationAndAgent(orgId: string, conversationId: string) {
+  private async conversationAndAgent(orgId: OrgId, conversationId: ConversationId) {
     return found(
       await this.conversations.getWithAgent(orgId, conversationId),
       `conversation ${conversationId}`,
@@ -177,7 +184,7 @@ export class PromptInputLoader {
    * PICTURE_MESSAGES newest picture-bearing messages shown, for a model that sees).
    */
   private async loadAttachments(
-    orgId: string,
+    orgId: OrgId,
     shown: readonly UserSegment[],
     model: ModelEntry,
     limits: Limits,
@@ -192,7 +199,7 @@ export class PromptInputLoader {
     const pictureIds = unique(
       shown.flatMap((s) =>
         plans.get(s)?.pictures === 'send'
-          ? s.attachmentIds.filter((id) => manifests.get(id)?.kind === 'picture')
+          ? s.attachmentIds.filter((id) => manifests.get(AttachmentId(id))?.kind === 'picture')
           : [],
       ),
     );
@@ -204,8 +211,10 @@ export class PromptInputLoader {
       ),
       Promise.all(
         pictureIds.map((attachmentId) => {
-          const picture = manifests.get(attachmentId)?.picture;
-          return picture && vision ? this.pictures.get({ orgId, attachmentId }, picture, vision) : null;
+          const picture = manifests.get(AttachmentId(attachmentId))?.picture;
+          return picture && vision
+            ? this.pictures.get({ orgId, attachmentId: AttachmentId(attachmentId) }, picture, vision)
+            : null;
         }),
       ),
     ]);

@@ -1,3 +1,4 @@
+import type { AgentId, OrgId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { AgentSkillEntity } from '../entities/agent-skill.entity';
@@ -15,7 +16,7 @@ const INSERT_AGENT = `INSERT INTO agents (org_id, id, name, instructions, model,
     compaction_guidance, mcp_servers)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
 
-function agentParams(orgId: string, agent: AgentInput): unknown[] {
+function agentParams(orgId: OrgId, agent: AgentInput): unknown[] {
   return [
     orgId,
     agent.id,
@@ -37,7 +38,7 @@ export class AgentRepository {
     this.em = managerOf(db);
   }
 
-  async upsert(orgId: string, agent: AgentInput): Promise<Agent> {
+  async upsert(orgId: OrgId, agent: AgentInput): Promise<Agent> {
     await runSql(
       this.em,
       `${INSERT_AGENT}
@@ -52,7 +53,7 @@ export class AgentRepository {
   }
 
   /** Inserts a new agent; null when the org already has one with this id (nothing is changed). */
-  async create(orgId: string, agent: AgentInput): Promise<Agent | null> {
+  async create(orgId: OrgId, agent: AgentInput): Promise<Agent | null> {
     const { rows } = await runSql(
       this.em,
       `${INSERT_AGENT}
@@ -62,7 +63,7 @@ export class AgentRepository {
     return rows.length ? { ...agent, mcpServers: agent.mcpServers ?? [], orgId } : null;
   }
 
-  async get(orgId: string, agentId: string): Promise<Agent | null> {
+  async get(orgId: OrgId, agentId: AgentId): Promise<Agent | null> {
     const {
       rows: [row],
     } = await runSql<{ agent: Agent }>(
@@ -73,7 +74,7 @@ export class AgentRepository {
     return row?.agent ?? null;
   }
 
-  async list(orgId: string): Promise<Agent[]> {
+  async list(orgId: OrgId): Promise<Agent[]> {
     const { rows } = await runSql<{ agent: Agent }>(
       this.em,
       `SELECT ${AGENT_JSON} AS agent FROM agents a WHERE a.org_id = $1 ORDER BY a.name, a.id`,
@@ -83,7 +84,7 @@ export class AgentRepository {
   }
 
   /** Replaces the agent's bound skills, keeping the given order. Ids of other orgs are ignored. */
-  async setSkills(orgId: string, agentId: string, skillIds: string[]): Promise<void> {
+  async setSkills(orgId: OrgId, agentId: AgentId, skillIds: string[]): Promise<void> {
     await this.em.transaction(async (em) => {
       await em.getRepository(AgentSkillEntity).delete({ orgId, agentId });
       await runSql(
@@ -98,7 +99,7 @@ export class AgentRepository {
     });
   }
 
-  async listSkillIds(orgId: string, agentId: string): Promise<string[]> {
+  async listSkillIds(orgId: OrgId, agentId: AgentId): Promise<string[]> {
     const rows = await this.em
       .getRepository(AgentSkillEntity)
       .find({ where: { orgId, agentId }, order: { position: 'ASC' } });

@@ -1,3 +1,4 @@
+import { AgentId, AttachmentId, OrgId, UserId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { AgentRepository } from './agent.repository';
@@ -13,11 +14,11 @@ import { UserRepository } from './user.repository';
 let db: ScratchDatabase;
 let repo: AttachmentRepository;
 
-const ACME = 'acme';
-const GLOBEX = 'globex';
+const ACME = OrgId('acme');
+const GLOBEX = OrgId('globex');
 const upload = (kind: NewAttachment['kind'] = 'document'): NewAttachment => ({
   id: randomUUID(),
-  userId: 'alice',
+  userId: UserId('alice'),
   kind,
   filename: 'file.bin',
   mimeType: kind === 'picture' ? 'image/jpeg' : 'application/pdf',
@@ -29,7 +30,7 @@ beforeAll(async () => {
   db = await createScratchDatabase({ label: 'attachments', serverUrl: process.env['DATABASE_URL'] });
   repo = new AttachmentRepository(db.dataSource);
   for (const org of [ACME, GLOBEX]) await new OrgRepository(db.dataSource).upsert(org);
-  await new UserRepository(db.dataSource).upsert(ACME, 'alice', 'member');
+  await new UserRepository(db.dataSource).upsert(ACME, UserId('alice'), 'member');
 });
 
 afterAll(() => db.drop());
@@ -47,15 +48,15 @@ describe('AttachmentRepository', () => {
 
   it("answers the manifest, where it was uploaded and that agent's model for the ingest, for its own org only", async () => {
     const created = (await repo.create(ACME, upload()))!;
-    expect(await repo.getForIngest(ACME, created.id)).toEqual({
+    expect(await repo.getForIngest(ACME, AttachmentId(created.id))).toEqual({
       manifest: created,
       conversationId: null,
       model: null,
     });
-    expect(await repo.getForIngest(GLOBEX, created.id)).toBeNull();
+    expect(await repo.getForIngest(GLOBEX, AttachmentId(created.id))).toBeNull();
 
     await new AgentRepository(db.dataSource).upsert(ACME, {
-      id: 'seer',
+      id: AgentId('seer'),
       name: 'Seer',
       instructions: 'See.',
       model: 'vision-model',
@@ -64,12 +65,16 @@ describe('AttachmentRepository', () => {
       reviewer: null,
       compactionGuidance: null,
     });
-    const conversation = (await new ConversationRepository(db.dataSource).create(ACME, 'alice', 'seer'))!;
+    const conversation = (await new ConversationRepository(db.dataSource).create(
+      ACME,
+      UserId('alice'),
+      AgentId('seer'),
+    ))!;
     const inConversation = (await repo.create(ACME, {
       ...upload('picture'),
       conversationId: conversation.id,
     }))!;
-    expect(await repo.getForIngest(ACME, inConversation.id)).toEqual({
+    expect(await repo.getForIngest(ACME, AttachmentId(inConversation.id))).toEqual({
       manifest: inConversation,
       conversationId: conversation.id,
       model: 'vision-model',
@@ -78,10 +83,10 @@ describe('AttachmentRepository', () => {
 
   it('writes a batch of pages with the progress in one statement, and the last batch removes stale pages', async () => {
     const { id } = (await repo.create(ACME, upload()))!;
-    await repo.savePage(ACME, id, 5, 'stale page from an earlier read');
+    await repo.savePage(ACME, AttachmentId(id), 5, 'stale page from an earlier read');
     const first = await repo.savePages(
       ACME,
-      id,
+      AttachmentId(id),
       [
         { page: 1, text: 'Tiếng Việt có dấu: nén ngữ cảnh' },
         { page: 2, text: 'quotes " and \\ backslash, {braces}, commas' },
@@ -91,7 +96,7 @@ describe('AttachmentRepository', () => {
     expect(first).toMatchObject({ status: 'reading', pagesRead: 2, pageCount: 3 });
     const last = await repo.savePages(
       ACME,
-      id,
+      AttachmentId(id),
       [{ page: 3, text: '' }],
       {
         status: 'finished',
@@ -109,7 +114,7 @@ describe('AttachmentRepository', () => {
       unreadablePages: [3],
       headings: ['Mở đầu'],
     });
-    expect(await repo.getPages(ACME, id)).toEqual([
+    expect(await repo.getPages(ACME, AttachmentId(id))).toEqual([
       { page: 1, text: 'Tiếng Việt có dấu: nén ngữ cảnh' },
       { page: 2, text: 'quotes " and \\ backslash, {braces}, commas' },
       { page: 3, text: '' },
@@ -117,20 +122,22 @@ describe('AttachmentRepository', () => {
     expect((await repo.search(ACME, [id], 'ngữ cảnh')).map((h) => h.page)).toEqual([1]);
     // Another org writes nothing.
     expect(
-      await repo.savePages(GLOBEX, id, [{ page: 1, text: 'overwritten' }], { status: 'failed' }),
+      await repo.savePages(GLOBEX, AttachmentId(id), [{ page: 1, text: 'overwritten' }], {
+        status: 'failed',
+      }),
     ).toBeNull();
-    expect(await repo.getPage(ACME, id, 1)).toBe('Tiếng Việt có dấu: nén ngữ cảnh');
-    expect((await repo.getManifest(ACME, id))!.status).toBe('finished');
+    expect(await repo.getPage(ACME, AttachmentId(id), 1)).toBe('Tiếng Việt có dấu: nén ngữ cảnh');
+    expect((await repo.getManifest(ACME, AttachmentId(id)))!.status).toBe('finished');
   });
 
   it('finishes a picture with its dimensions, for its own org only', async () => {
     const { id } = (await repo.create(ACME, upload('picture')))!;
     const picture = { width: 10, height: 20, originalWidth: 100, originalHeight: 200 };
     const patch = { status: 'finished' as const, error: null, picture };
-    expect(await repo.update(GLOBEX, id, patch)).toBeNull();
-    expect(await repo.update(ACME, id, patch)).toMatchObject({ status: 'finished', picture });
-    await repo.update(ACME, id, { picture: null });
-    expect((await repo.getManifest(ACME, id))!.picture).toBeNull();
+    expect(await repo.update(GLOBEX, AttachmentId(id), patch)).toBeNull();
+    expect(await repo.update(ACME, AttachmentId(id), patch)).toMatchObject({ status: 'finished', picture });
+    await repo.update(ACME, AttachmentId(id), { picture: null });
+    expect((await repo.getManifest(ACME, AttachmentId(id)))!.picture).toBeNull();
   });
 
   it('moves updated_at with every update', async () => {
@@ -143,7 +150,9 @@ describe('AttachmentRepository', () => {
       )[0].updated_at;
     const before = await at();
     await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(await repo.update(ACME, id, { status: 'reading' })).toMatchObject({ status: 'reading' });
+    expect(await repo.update(ACME, AttachmentId(id), { status: 'reading' })).toMatchObject({
+      status: 'reading',
+    });
     expect((await at()).getTime()).toBeGreaterThan(before.getTime());
   });
 });

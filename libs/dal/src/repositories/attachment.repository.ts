@@ -1,4 +1,11 @@
-import type { AttachmentKind, AttachmentManifest } from '@portal/domain';
+import {
+  type AttachmentId,
+  type AttachmentKind,
+  type AttachmentManifest,
+  ConversationId,
+  type OrgId,
+  UserId,
+} from '@portal/domain';
 import { charCount } from '@portal/prompt';
 import { type EntityManager, In } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
@@ -9,8 +16,8 @@ import { toAttachmentManifest } from '../mappers/attachment.mapper';
 export interface NewAttachment {
   /** Chosen by the caller (a random uuid), so the original can be stored under it first. */
   id: string;
-  userId: string;
-  conversationId?: string | null;
+  userId: UserId;
+  conversationId?: ConversationId | null;
   kind: AttachmentKind;
   filename: string;
   mimeType: string;
@@ -78,7 +85,7 @@ function patchSet(patch: ManifestPatch, first: number): { set: string; params: u
 }
 
 export interface PageHit {
-  attachmentId: string;
+  attachmentId: AttachmentId;
   page: number;
   rank: number;
   snippet: string;
@@ -99,7 +106,7 @@ export class AttachmentRepository {
    * A `pending` attachment under the caller's id; its original is already in the BlobStore.
    * Null when the conversation is not the user's.
    */
-  async create(orgId: string, input: NewAttachment): Promise<AttachmentManifest | null> {
+  async create(orgId: OrgId, input: NewAttachment): Promise<AttachmentManifest | null> {
     const conversationId = input.conversationId ?? null;
     if (conversationId !== null && !isUuid(conversationId)) return null;
     const { rows } = await runSql<AttachmentManifest>(
@@ -124,7 +131,7 @@ export class AttachmentRepository {
     return rows[0] ?? null;
   }
 
-  async getManifest(orgId: string, attachmentId: string): Promise<AttachmentManifest | null> {
+  async getManifest(orgId: OrgId, attachmentId: AttachmentId): Promise<AttachmentManifest | null> {
     if (!isUuid(attachmentId)) return null;
     const { rows } = await runSql<AttachmentManifest>(
       this.em,
@@ -139,12 +146,16 @@ export class AttachmentRepository {
    * model that will read a picture), in one query: what the ingest starts from.
    */
   async getForIngest(
-    orgId: string,
-    attachmentId: string,
-  ): Promise<{ manifest: AttachmentManifest; conversationId: string | null; model: string | null } | null> {
+    orgId: OrgId,
+    attachmentId: AttachmentId,
+  ): Promise<{
+    manifest: AttachmentManifest;
+    conversationId: ConversationId | null;
+    model: string | null;
+  } | null> {
     if (!isUuid(attachmentId)) return null;
     const { rows } = await runSql<
-      AttachmentManifest & { conversationId: string | null; model: string | null }
+      AttachmentManifest & { conversationId: ConversationId | null; model: string | null }
     >(
       this.em,
       `SELECT ${MANIFEST_COLUMNS}, conversation_id AS "conversationId",
@@ -159,7 +170,7 @@ export class AttachmentRepository {
   }
 
   /** The manifests found, in the order of the ids asked for; ids of other orgs are left out. */
-  async getManifests(orgId: string, attachmentIds: string[]): Promise<AttachmentManifest[]> {
+  async getManifests(orgId: OrgId, attachmentIds: string[]): Promise<AttachmentManifest[]> {
     const rows = await this.attachments.findBy({ orgId, id: In(attachmentIds.filter(isUuid)) });
     const byId = new Map(rows.map((r) => [r.id, toAttachmentManifest(r)]));
     return attachmentIds.flatMap((id) => byId.get(id) ?? []);
@@ -167,20 +178,25 @@ export class AttachmentRepository {
 
   /** Who uploaded each attachment and where: the gateway's scope check for a message's attachments. */
   async getScopes(
-    orgId: string,
+    orgId: OrgId,
     attachmentIds: string[],
-  ): Promise<{ id: string; userId: string; conversationId: string | null }[]> {
+  ): Promise<{ id: string; userId: UserId; conversationId: ConversationId | null }[]> {
     const rows = await this.attachments.find({
       select: { id: true, userId: true, conversationId: true },
       where: { orgId, id: In(attachmentIds.filter(isUuid)) },
     });
-    return rows.map((r) => ({ id: r.id, userId: r.userId, conversationId: r.conversationId }));
+    // The entity's columns are plain strings: the ids are named here, where they leave the table.
+    return rows.map((r) => ({
+      id: r.id,
+      userId: UserId(r.userId),
+      conversationId: r.conversationId === null ? null : ConversationId(r.conversationId),
+    }));
   }
 
   /** Applies the patch and answers the manifest as it now is, in one statement. */
   async update(
-    orgId: string,
-    attachmentId: string,
+    orgId: OrgId,
+    attachmentId: AttachmentId,
     patch: ManifestPatch,
   ): Promise<AttachmentManifest | null> {
     if (!isUuid(attachmentId)) return null;
@@ -194,7 +210,7 @@ export class AttachmentRepository {
   }
 
   /** Stores (or replaces) the text of one page, numbered from 1; the search index follows. */
-  async savePage(orgId: string, attachmentId: string, page: number, text: string): Promise<void> {
+  async savePage(orgId: OrgId, attachmentId: AttachmentId, page: number, text: string): Promise<void> {
     await runSql(
       this.em,
       `INSERT INTO attachment_pages (attachment_id, page, org_id, text)
@@ -210,8 +226,8 @@ export class AttachmentRepository {
    * leaves none behind). The search index follows each page. Null when the attachment is not the org's.
    */
   async savePages(
-    orgId: string,
-    attachmentId: string,
+    orgId: OrgId,
+    attachmentId: AttachmentId,
     pages: PageText[],
     patch: ManifestPatch = {},
     options: { lastPage?: number } = {},
@@ -243,14 +259,14 @@ export class AttachmentRepository {
     return rows[0] ?? null;
   }
 
-  async getPage(orgId: string, attachmentId: string, page: number): Promise<string | null> {
+  async getPage(orgId: OrgId, attachmentId: AttachmentId, page: number): Promise<string | null> {
     if (!isUuid(attachmentId)) return null;
     const row = await this.em.getRepository(AttachmentPageEntity).findOneBy({ orgId, attachmentId, page });
     return row?.text ?? null;
   }
 
   /** The whole text of each attachment asked for, pages joined in order; ids without pages are left out. */
-  async getTexts(orgId: string, attachmentIds: string[]): Promise<Map<string, string>> {
+  async getTexts(orgId: OrgId, attachmentIds: string[]): Promise<Map<string, string>> {
     const ids = attachmentIds.filter(isUuid);
     if (!ids.length) return new Map();
     const { rows } = await runSql<{ id: string; text: string }>(
@@ -263,7 +279,7 @@ export class AttachmentRepository {
   }
 
   /** Every page of a document, in order. */
-  async getPages(orgId: string, attachmentId: string): Promise<{ page: number; text: string }[]> {
+  async getPages(orgId: OrgId, attachmentId: AttachmentId): Promise<{ page: number; text: string }[]> {
     if (!isUuid(attachmentId)) return [];
     const rows = await this.em
       .getRepository(AttachmentPageEntity)
@@ -272,7 +288,7 @@ export class AttachmentRepository {
   }
 
   /** Removes the pages after `lastPage`: a re-read that found fewer pages leaves none behind. */
-  async deletePagesAfter(orgId: string, attachmentId: string, lastPage: number): Promise<void> {
+  async deletePagesAfter(orgId: OrgId, attachmentId: AttachmentId, lastPage: number): Promise<void> {
     if (!isUuid(attachmentId)) return;
     await runSql(
       this.em,
@@ -285,7 +301,7 @@ export class AttachmentRepository {
    * The attachments of a conversation, oldest first: those uploaded to it and those its messages
    * carry. What the model's attachment tools may read.
    */
-  async listForConversation(orgId: string, conversationId: string): Promise<AttachmentManifest[]> {
+  async listForConversation(orgId: OrgId, conversationId: ConversationId): Promise<AttachmentManifest[]> {
     if (!isUuid(conversationId)) return [];
     const { rows } = await runSql<{ id: string }>(
       this.em,
@@ -303,7 +319,7 @@ export class AttachmentRepository {
   }
 
   /** Full-text search (`simple` configuration) over the pages of the given attachments, best first. */
-  async search(orgId: string, attachmentIds: string[], query: string, limit = 10): Promise<PageHit[]> {
+  async search(orgId: OrgId, attachmentIds: string[], query: string, limit = 10): Promise<PageHit[]> {
     const { rows } = await runSql<PageHit>(
       this.em,
       `SELECT p.attachment_id AS "attachmentId", p.page, ts_rank(p.tsv, q)::float8 AS rank,

@@ -3,8 +3,11 @@ import {
   appendBlock,
   assertAppend,
   type Block,
+  type ConversationId,
   type Message,
+  type OrgId,
   type Role,
+  type TurnId,
   type TurnStatus,
   type TurnTranscript,
 } from '@portal/domain';
@@ -25,7 +28,7 @@ import type { McpToolSnapshot } from '../records.types';
 export const MESSAGE_COLUMNS = `id, turn_id AS "turnId", seq, role, attachment_ids AS "attachmentIds"`;
 export const BLOCK_COLUMNS = `id, turn_id AS "turnId", message_id AS "messageId", seq, kind, payload`;
 
-export type StoredBlockRow = BlockRow & { turnId: string; messageId: string };
+export type StoredBlockRow = BlockRow & { turnId: TurnId; messageId: string };
 
 /**
  * Messages aliased `m` LEFT JOINed to their blocks `b`: one row per block (or per empty message),
@@ -127,8 +130,8 @@ export function placeBlocks(
 
 interface MessageTarget {
   id: string;
-  turnId: string;
-  conversationId: string;
+  turnId: TurnId;
+  conversationId: ConversationId;
   turnN: number;
 }
 
@@ -156,8 +159,8 @@ export class BlockRepository {
    * last message. Null when the turn is not the org's.
    */
   async addMessage(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     role: Role,
     opts: { seq?: number; attachmentIds?: string[] } = {},
   ): Promise<Message | null> {
@@ -207,8 +210,8 @@ export class BlockRepository {
    * not in `status`.
    */
   async append(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     drafts: readonly DraftBlock[],
     opts: {
       into?: 'user' | 'assistant';
@@ -241,7 +244,7 @@ export class BlockRepository {
    * `block_conflict` (someone else wrote there; re-read the turn), never silently drops the block.
    * Returns the stored blocks.
    */
-  async appendBlocks(orgId: string, placed: PlacedBlocks): Promise<Block[]> {
+  async appendBlocks(orgId: OrgId, placed: PlacedBlocks): Promise<Block[]> {
     const { messageId, blocks } = placed;
     for (const b of blocks) if (!isUuid(b.id)) throw new Error(`block id must be a uuid: ${b.id}`);
     // Usually every position is free: one statement, whose RETURNING is what is stored.
@@ -274,7 +277,7 @@ export class BlockRepository {
   }
 
   /** Replaces a block's fields (an answered request, a finished text). Null when not found. */
-  async updateBlock(orgId: string, block: Block): Promise<Block | null> {
+  async updateBlock(orgId: OrgId, block: Block): Promise<Block | null> {
     if (!isUuid(block.id)) return null;
     const { kind, payload } = toBlockPayload(block);
     const { rows } = await runSql<StoredBlockRow>(
@@ -287,9 +290,9 @@ export class BlockRepository {
   }
 
   async getBlock(
-    orgId: string,
+    orgId: OrgId,
     blockId: string,
-  ): Promise<{ turnId: string; messageId: string; block: Block } | null> {
+  ): Promise<{ turnId: TurnId; messageId: string; block: Block } | null> {
     if (!isUuid(blockId)) return null;
     const {
       rows: [row],
@@ -302,7 +305,7 @@ export class BlockRepository {
   }
 
   /** A turn's messages in order, each with its blocks in order. One query. */
-  async listTurnMessages(orgId: string, turnId: string): Promise<Message[]> {
+  async listTurnMessages(orgId: OrgId, turnId: TurnId): Promise<Message[]> {
     if (!isUuid(turnId)) return [];
     const { rows } = await runSql<MessageBlockRow>(
       this.em,
@@ -320,7 +323,7 @@ export class BlockRepository {
    * MCP tools it offers (null until `TurnRepository.saveMcpTools` stores them; on the first row
    * only) and its steering count (`TurnRepository.recordCallIfUnchanged`).
    */
-  async readForCall(orgId: string, turnId: string): Promise<TurnForCall> {
+  async readForCall(orgId: OrgId, turnId: TurnId): Promise<TurnForCall> {
     if (!isUuid(turnId)) return { messages: [], mcpTools: null, steeringCount: 0 };
     const { rows } = await runSql<
       MessageBlockRow & { mcpTools: McpToolSnapshot | null; steeringCount: number }
@@ -346,7 +349,7 @@ export class BlockRepository {
    * Locks the turn row until the surrounding transaction ends (call it inside one) and reads the
    * turn's messages, in one statement. Null when the turn is not the org's.
    */
-  async lockTurnMessages(orgId: string, turnId: string): Promise<LockedTurnMessages | null> {
+  async lockTurnMessages(orgId: OrgId, turnId: TurnId): Promise<LockedTurnMessages | null> {
     if (!isUuid(turnId)) return null;
     const { rows } = await runSql<
       MessageBlockRow &
@@ -373,7 +376,7 @@ export class BlockRepository {
   }
 
   /** The whole transcript of a conversation, for display (not for memory: see WindowRepository). */
-  async listConversationMessages(orgId: string, conversationId: string): Promise<Message[]> {
+  async listConversationMessages(orgId: OrgId, conversationId: ConversationId): Promise<Message[]> {
     if (!isUuid(conversationId)) return [];
     const [{ rows: messages }, { rows: blocks }] = await Promise.all([
       runSql<MessageRow>(
@@ -396,7 +399,7 @@ export class BlockRepository {
 
   /** The message `append` writes to (see there); a new one under the turn row's lock. */
   private async target(
-    orgId: string,
+    orgId: OrgId,
     locked: LockedTurnMessages,
     opts: { into?: Role; messageId?: string; attachmentIds?: string[] },
   ): Promise<Message> {
@@ -416,7 +419,7 @@ export class BlockRepository {
     return created;
   }
 
-  private async messageTarget(em: EntityManager, orgId: string, messageId: string) {
+  private async messageTarget(em: EntityManager, orgId: OrgId, messageId: string) {
     const { rows } = isUuid(messageId)
       ? await runSql<MessageTarget>(
           em,

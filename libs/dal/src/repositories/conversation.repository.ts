@@ -1,3 +1,4 @@
+import { type AgentId, ConversationId, type OrgId, type UserId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { Agent, Conversation } from '../records.types';
@@ -39,7 +40,7 @@ export class ConversationRepository {
   }
 
   /** Null when the agent is not one of the org's (API: 404 exactly like a missing agent). */
-  async create(orgId: string, userId: string, agentId: string): Promise<Conversation | null> {
+  async create(orgId: OrgId, userId: UserId, agentId: AgentId): Promise<Conversation | null> {
     const { rows } = await runSql<{ id: string }>(
       this.em,
       `INSERT INTO conversations (org_id, user_id, agent_id)
@@ -47,11 +48,11 @@ export class ConversationRepository {
        RETURNING id`,
       [orgId, userId, agentId],
     );
-    return rows.length ? this.get(orgId, rows[0].id) : null;
+    return rows.length ? this.get(orgId, ConversationId(rows[0].id)) : null;
   }
 
   /** For workers, which act for whoever owns the conversation. */
-  async get(orgId: string, conversationId: string): Promise<Conversation | null> {
+  async get(orgId: OrgId, conversationId: ConversationId): Promise<Conversation | null> {
     if (!isUuid(conversationId)) return null;
     const {
       rows: [row],
@@ -64,7 +65,11 @@ export class ConversationRepository {
   }
 
   /** Another user's conversation reads as missing. */
-  async getForUser(orgId: string, userId: string, conversationId: string): Promise<Conversation | null> {
+  async getForUser(
+    orgId: OrgId,
+    userId: UserId,
+    conversationId: ConversationId,
+  ): Promise<Conversation | null> {
     if (!isUuid(conversationId)) return null;
     const {
       rows: [row],
@@ -82,9 +87,9 @@ export class ConversationRepository {
    * user's conversation reads as missing, and the agent's catalogue for that user comes with it.
    */
   async getWithAgent(
-    orgId: string,
-    conversationId: string,
-    opts: { userId?: string } = {},
+    orgId: OrgId,
+    conversationId: ConversationId,
+    opts: { userId?: UserId } = {},
   ): Promise<ConversationWithAgent | null> {
     if (!isUuid(conversationId)) return null;
     const {
@@ -110,7 +115,7 @@ export class ConversationRepository {
   }
 
   /** Most recently updated first. */
-  async listForUser(orgId: string, userId: string): Promise<Conversation[]> {
+  async listForUser(orgId: OrgId, userId: UserId): Promise<Conversation[]> {
     const { rows } = await runSql<Conversation>(
       this.em,
       `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.user_id = $2
@@ -126,7 +131,7 @@ export class ConversationRepository {
    * of their best matching message and the number of matching messages, then the most recently
    * updated.
    */
-  async search(orgId: string, userId: string, query: string, limit: number): Promise<ConversationHit[]> {
+  async search(orgId: OrgId, userId: UserId, query: string, limit: number): Promise<ConversationHit[]> {
     const { rows } = await runSql<ConversationHit>(
       this.em,
       `WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),
@@ -157,7 +162,7 @@ export class ConversationRepository {
    * The summary call's name for the conversation, only while it has none: a person's rename made
    * during that call is kept.
    */
-  async nameIfUntitled(orgId: string, conversationId: string, title: string): Promise<void> {
+  async nameIfUntitled(orgId: OrgId, conversationId: ConversationId, title: string): Promise<void> {
     if (!isUuid(conversationId)) return;
     // A title does not make the conversation "recently updated": keep updated_at as it is.
     await runSql(
@@ -175,7 +180,11 @@ export class ConversationRepository {
    * attachments' ids, whose bytes live in the blob store (no foreign key reaches them); null when
    * the conversation is not the user's.
    */
-  async deleteForUser(orgId: string, userId: string, conversationId: string): Promise<string[] | null> {
+  async deleteForUser(
+    orgId: OrgId,
+    userId: UserId,
+    conversationId: ConversationId,
+  ): Promise<string[] | null> {
     if (!isUuid(conversationId)) return null;
     return this.em.transaction(async (em) => {
       // The row's lock waits out a turn being opened on it, so that turn goes too.
@@ -205,7 +214,12 @@ export class ConversationRepository {
   }
 
   /** The owner's rename; false when the conversation is not the user's. */
-  async rename(orgId: string, userId: string, conversationId: string, title: string): Promise<boolean> {
+  async rename(
+    orgId: OrgId,
+    userId: UserId,
+    conversationId: ConversationId,
+    title: string,
+  ): Promise<boolean> {
     if (!isUuid(conversationId)) return false;
     // As for a generated title, updated_at stays: a rename does not reorder the list.
     const { rowCount } = await runSql(

@@ -1,3 +1,4 @@
+import type { OrgId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, managerOf } from '../db.util';
 import { OrgEntity } from '../entities/org.entity';
@@ -11,12 +12,12 @@ export class OrgRepository {
     this.em = managerOf(db);
   }
 
-  async upsert(orgId: string, name: string = orgId): Promise<Org> {
+  async upsert(orgId: OrgId, name: string = orgId): Promise<Org> {
     await this.em.getRepository(OrgEntity).upsert({ id: orgId, name }, ['id']);
     return { id: orgId, name };
   }
 
-  async get(orgId: string): Promise<Org | null> {
+  async get(orgId: OrgId): Promise<Org | null> {
     const row = await this.em.getRepository(OrgEntity).findOneBy({ id: orgId });
     return row && toOrg(row);
   }

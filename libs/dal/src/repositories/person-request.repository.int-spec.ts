@@ -1,4 +1,4 @@
-import type { CompactionBlock } from '@portal/domain';
+import { type CompactionBlock, ConversationId, OrgId, TurnId } from '@portal/domain';
 import { personRequest } from '@portal/prompt';
 import type { DataSource } from 'typeorm';
 import { createScratchDatabase, type ScratchDatabase } from '../data-source';
@@ -7,8 +7,8 @@ import { BlockRepository } from './block.repository';
 import { PersonRequestRepository, type StoredRequest } from './person-request.repository';
 import { TurnRepository } from './turn.repository';
 
-const ORG = 'acme';
-const OTHER = 'globex';
+const ORG = OrgId('acme');
+const OTHER = OrgId('globex');
 
 let db: ScratchDatabase;
 let ds: DataSource;
@@ -45,12 +45,12 @@ async function storedRows(conversationId: string) {
 async function steer(conversationId: string, turnId: string, turnN: number, typed: string) {
   const { message, blocks } = (await new BlockRepository(ds).append(
     ORG,
-    turnId,
+    TurnId(turnId),
     [{ kind: 'text', text: typed, narration: false, steering: true }],
     { into: 'user' },
   ))!;
   await new PersonRequestRepository(ds).record(ORG, {
-    conversationId,
+    conversationId: ConversationId(conversationId),
     turnN,
     messageId: message.id,
     seq: blocks[0].seq,
@@ -64,7 +64,7 @@ describe('PersonRequestRepository: what is stored with each message of the perso
   it('stores the opening message of a regular turn with its turn: leading slugs removed, tokens counted', async () => {
     const conversationId = await newConversation(ds, ORG);
     const opened = await new TurnRepository(ds).createWithUserMessage(ORG, {
-      conversationId,
+      conversationId: conversationId,
       effort: 'low',
       model: 'm',
       text: '/summarise-report Tóm tắt báo cáo quý 3',
@@ -92,7 +92,7 @@ describe('PersonRequestRepository: what is stored with each message of the perso
     const turn = await settledTurn(ds, ORG, conversationId, { text: 'first' });
     const messageId = await steer(conversationId, turn.id, 1, '/not-a-skill stop there');
     await new PersonRequestRepository(ds).record(ORG, {
-      conversationId,
+      conversationId: conversationId,
       turnN: 1,
       messageId,
       seq: 2,
@@ -115,9 +115,9 @@ describe('PersonRequestRepository: what is stored with each message of the perso
     await ds.query(`DELETE FROM person_requests WHERE conversation_id = $1`, [conversationId]);
 
     const repo = new PersonRequestRepository(ds);
-    expect(await repo.recordStored({ conversationId })).toBe(3);
+    expect(await repo.recordStored({ conversationId: conversationId })).toBe(3);
     expect(await storedRows(conversationId)).toEqual(written);
-    expect(await repo.recordStored({ conversationId })).toBe(0);
+    expect(await repo.recordStored({ conversationId: conversationId })).toBe(0);
   });
 
   it('stores the requests of several orgs in one batch, each row with the org of its message', async () => {
@@ -144,16 +144,16 @@ describe('PersonRequestRepository.readBefore', () => {
   // turn 5 running.
   beforeAll(async () => {
     conversationId = await newConversation(ds, ORG);
-    await settledTurn(ds, ORG, conversationId, { text: 't1', blocks: [answer('a1')] });
-    const two = await settledTurn(ds, ORG, conversationId, {
+    await settledTurn(ds, ORG, ConversationId(conversationId), { text: 't1', blocks: [answer('a1')] });
+    const two = await settledTurn(ds, ORG, ConversationId(conversationId), {
       text: 't2 before the summary',
       blocks: [autoSummary(2), answer('a2')],
     });
     await steer(conversationId, two.id, 2, 't2 steered after it');
-    await settledTurn(ds, ORG, conversationId, { text: 't3', blocks: [answer('a3')] });
-    await settledTurn(ds, ORG, conversationId, { text: 't4', status: 'failed' });
+    await settledTurn(ds, ORG, ConversationId(conversationId), { text: 't3', blocks: [answer('a3')] });
+    await settledTurn(ds, ORG, ConversationId(conversationId), { text: 't4', status: 'failed' });
     await new TurnRepository(ds).createWithUserMessage(ORG, {
-      conversationId,
+      conversationId: ConversationId(conversationId),
       effort: 'low',
       model: 'm',
       text: 't5',
@@ -161,7 +161,7 @@ describe('PersonRequestRepository.readBefore', () => {
   });
 
   it("returns the person's requests before the position, oldest first, and only them", async () => {
-    const read = await new PersonRequestRepository(ds).readBefore(ORG, conversationId, {
+    const read = await new PersonRequestRepository(ds).readBefore(ORG, ConversationId(conversationId), {
       before: { turnN: 4, seq: 0 },
       limit: 10,
     });
@@ -177,7 +177,7 @@ describe('PersonRequestRepository.readBefore', () => {
   it('reads backwards in pages of `limit` requests, the next one before the oldest read', async () => {
     const repo = new PersonRequestRepository(ds);
     const page = (before: { turnN: number; seq: number }, limit: number) =>
-      repo.readBefore(ORG, conversationId, { before, limit });
+      repo.readBefore(ORG, ConversationId(conversationId), { before, limit });
     const newest = await page({ turnN: 5, seq: 0 }, 2);
     expect(said(newest)).toEqual([
       [3, 't3'],
@@ -194,7 +194,7 @@ describe('PersonRequestRepository.readBefore', () => {
   it('reads nothing of another org', async () => {
     const repo = new PersonRequestRepository(ds);
     const before = { turnN: 5, seq: 0 };
-    expect(await repo.readBefore(OTHER, conversationId, { before, limit: 10 })).toEqual([]);
-    expect(await repo.readBefore(ORG, 'not-a-uuid', { before, limit: 10 })).toEqual([]);
+    expect(await repo.readBefore(OTHER, ConversationId(conversationId), { before, limit: 10 })).toEqual([]);
+    expect(await repo.readBefore(ORG, ConversationId('not-a-uuid'), { before, limit: 10 })).toEqual([]);
   });
 });

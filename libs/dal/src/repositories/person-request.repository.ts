@@ -1,10 +1,11 @@
+import type { ConversationId, OrgId } from '@portal/domain';
 import { personRequest, type PersonRequest } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 
 /** A person's message of a regular turn, as it was typed, to be stored as a request. */
 export interface TypedRequest {
-  conversationId: string;
+  conversationId: ConversationId;
   turnN: number;
   messageId: string;
   /** The seq of the message's text block in its turn. */
@@ -31,7 +32,7 @@ export class PersonRequestRepository {
   }
 
   /** Stores the request of a message (once: a message already stored keeps its request). */
-  async record(orgId: string, request: TypedRequest): Promise<void> {
+  async record(orgId: OrgId, request: TypedRequest): Promise<void> {
     await this.insert([{ ...request, orgId }]);
   }
 
@@ -40,10 +41,10 @@ export class PersonRequestRepository {
    * for messages written without one (before `person_requests` existed, or by bulk writers that
    * write straight in SQL). Returns how many it stored.
    */
-  async recordStored(opts: { conversationId?: string } = {}): Promise<number> {
+  async recordStored(opts: { conversationId?: ConversationId } = {}): Promise<number> {
     let stored = 0;
     for (;;) {
-      const { rows } = await runSql<TypedRequest & { orgId: string }>(
+      const { rows } = await runSql<TypedRequest & { orgId: OrgId }>(
         this.em,
         `SELECT m.org_id AS "orgId", m.conversation_id AS "conversationId", t.n AS "turnN",
            m.id AS "messageId", min(b.seq)::int AS seq,
@@ -72,8 +73,8 @@ export class PersonRequestRepository {
    * and would be planned as a bitmap read of all its requests and a sort.
    */
   async readBefore(
-    orgId: string,
-    conversationId: string,
+    orgId: OrgId,
+    conversationId: ConversationId,
     opts: { before: { turnN: number; seq: number }; limit: number },
   ): Promise<StoredRequest[]> {
     if (!isUuid(conversationId)) return [];
@@ -90,7 +91,7 @@ export class PersonRequestRepository {
     return rows.reverse();
   }
 
-  private async insert(requests: readonly (TypedRequest & { orgId: string })[]): Promise<void> {
+  private async insert(requests: readonly (TypedRequest & { orgId: OrgId })[]): Promise<void> {
     if (requests.length === 0) return;
     const made = requests.map((r) => ({ ...r, ...personRequest(r.typed, r.steering) }));
     await runSql(

@@ -1,3 +1,4 @@
+import type { AgentId, OrgId, UserId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { SkillEntity } from '../entities/skill.entity';
@@ -33,7 +34,7 @@ export class SkillRepository {
   }
 
   /** Creates the skill, or updates the one with the same slug in the org (its id stays). */
-  async upsert(orgId: string, skill: SkillInput): Promise<Skill> {
+  async upsert(orgId: OrgId, skill: SkillInput): Promise<Skill> {
     const {
       rows: [{ id }],
     } = await runSql<{ id: string }>(
@@ -61,7 +62,7 @@ export class SkillRepository {
   }
 
   /** Inserts a new skill; null when the org already has one with this slug (nothing is changed). */
-  async create(orgId: string, skill: SkillInput): Promise<Skill | null> {
+  async create(orgId: OrgId, skill: SkillInput): Promise<Skill | null> {
     const { rows } = await runSql<{ id: string }>(
       this.em,
       `INSERT INTO skills (org_id, slug, name, description, instructions, visibility, owner_id, status, published)
@@ -82,7 +83,7 @@ export class SkillRepository {
     return rows.length ? { ...skill, orgId, id: rows[0].id } : null;
   }
 
-  async get(orgId: string, skillId: string): Promise<Skill | null> {
+  async get(orgId: OrgId, skillId: string): Promise<Skill | null> {
     if (!isUuid(skillId)) return null;
     const {
       rows: [row],
@@ -94,7 +95,7 @@ export class SkillRepository {
     return row ?? null;
   }
 
-  async getMany(orgId: string, skillIds: string[]): Promise<Skill[]> {
+  async getMany(orgId: OrgId, skillIds: string[]): Promise<Skill[]> {
     const { rows } = await runSql<Skill>(
       this.em,
       `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.id = ANY($2::uuid[])`,
@@ -103,7 +104,7 @@ export class SkillRepository {
     return rows;
   }
 
-  async findBySlugs(orgId: string, slugs: string[]): Promise<Skill[]> {
+  async findBySlugs(orgId: OrgId, slugs: string[]): Promise<Skill[]> {
     const { rows } = await runSql<Skill>(
       this.em,
       `SELECT ${SKILL_COLUMNS} FROM skills s WHERE s.org_id = $1 AND s.slug = ANY($2::text[])`,
@@ -112,14 +113,14 @@ export class SkillRepository {
     return rows;
   }
 
-  async update(orgId: string, skillId: string, patch: SkillPatch): Promise<Skill | null> {
+  async update(orgId: OrgId, skillId: string, patch: SkillPatch): Promise<Skill | null> {
     if (!isUuid(skillId)) return null;
     if (Object.keys(patch).length) await this.skills.update({ orgId, id: skillId }, patch);
     return this.get(orgId, skillId);
   }
 
   /** Skills the user can see: visible to the org, or private and owned by the user. */
-  async listVisible(orgId: string, userId: string): Promise<Skill[]> {
+  async listVisible(orgId: OrgId, userId: UserId): Promise<Skill[]> {
     const { rows } = await runSql<Skill>(
       this.em,
       `SELECT ${SKILL_COLUMNS} FROM skills s
@@ -131,7 +132,7 @@ export class SkillRepository {
   }
 
   /** The agent's catalogue for a user (SPEC 6): bound, visible, active and published, in bind order. */
-  async listCatalogue(orgId: string, userId: string, agentId: string): Promise<Skill[]> {
+  async listCatalogue(orgId: OrgId, userId: UserId, agentId: AgentId): Promise<Skill[]> {
     const { rows } = await runSql<Skill>(
       this.em,
       `SELECT ${SKILL_COLUMNS} FROM ${catalogueSkills('$1', '$2', '$3')} ORDER BY b.position`,

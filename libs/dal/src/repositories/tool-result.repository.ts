@@ -1,3 +1,4 @@
+import type { OrgId, TurnId } from '@portal/domain';
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
@@ -18,7 +19,7 @@ export class ToolResultRepository {
   }
 
   /** Stores a call's whole result; idempotent per (turn, call id): a second save returns the first. */
-  async save(orgId: string, input: { turnId: string; callId: string; content: string }): Promise<ToolResult> {
+  async save(orgId: OrgId, input: { turnId: TurnId; callId: string; content: string }): Promise<ToolResult> {
     if (isUuid(input.turnId)) {
       await runSql(
         this.em,
@@ -36,7 +37,7 @@ export class ToolResultRepository {
   }
 
   /** `ref` with or without its `ref:` prefix. */
-  async get(orgId: string, ref: string): Promise<ToolResult | null> {
+  async get(orgId: OrgId, ref: string): Promise<ToolResult | null> {
     const row = await this.em
       .getRepository(ToolResultEntity)
       .findOneBy({ orgId, ref: ref.trim().replace(/^ref:/, '') });

@@ -1,3 +1,4 @@
+import type { OrgId, TurnId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf } from '../db.util';
 import { TraceEntryEntity } from '../entities/trace-entry.entity';
@@ -12,7 +13,7 @@ export class TraceRepository {
     this.em = managerOf(db);
   }
 
-  async listForTurn(orgId: string, turnId: string): Promise<TraceEntry[]> {
+  async listForTurn(orgId: OrgId, turnId: TurnId): Promise<TraceEntry[]> {
     if (!isUuid(turnId)) return [];
     const rows = await this.em
       .getRepository(TraceEntryEntity)

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Turn, TurnKind, TurnStatus } from '@portal/domain';
+import type { OrgId, Turn, TurnId, TurnKind, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { TURN_COLUMNS } from './turn.repository';
@@ -60,8 +60,8 @@ export class TurnLeaseRepository {
    * kind. Null when there is no such turn to take (settled, paused, another worker holds it…).
    */
   async claim(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     owner: string,
     leaseMs: number,
     opts: { kind?: TurnKind; callMessage?: boolean } = {},
@@ -99,7 +99,7 @@ export class TurnLeaseRepository {
    * the last message when it is the assistant's, else a new assistant message after it (none once
    * a cancel is requested). One statement. Null when `owner` no longer holds the running turn.
    */
-  async callMessage(orgId: string, turnId: string, owner: string): Promise<CallMessage | null> {
+  async callMessage(orgId: OrgId, turnId: TurnId, owner: string): Promise<CallMessage | null> {
     if (!isUuid(turnId)) return null;
     const {
       rows: [row],
@@ -117,7 +117,7 @@ export class TurnLeaseRepository {
   }
 
   /** Hands a running turn back: it stays `running` with no lease, so the next claim takes it at once. */
-  async releaseLease(orgId: string, turnId: string, owner: string): Promise<boolean> {
+  async releaseLease(orgId: OrgId, turnId: TurnId, owner: string): Promise<boolean> {
     if (!isUuid(turnId)) return false;
     const { rowCount } = await runSql(
       this.em,
@@ -134,8 +134,8 @@ export class TurnLeaseRepository {
    * Across orgs, like `UserRepository.findByApiKey`: the reconciler acts for every tenant and
    * re-reads each turn with its org id. Reads the partial index of open turns.
    */
-  async listStranded(opts: { idleMs: number; limit: number }): Promise<{ orgId: string; turnId: string }[]> {
-    const { rows } = await runSql<{ orgId: string; turnId: string }>(
+  async listStranded(opts: { idleMs: number; limit: number }): Promise<{ orgId: OrgId; turnId: TurnId }[]> {
+    const { rows } = await runSql<{ orgId: OrgId; turnId: TurnId }>(
       this.em,
       `SELECT org_id AS "orgId", id AS "turnId" FROM turns
        WHERE status IN ('queued', 'running', 'paused')
@@ -149,7 +149,7 @@ export class TurnLeaseRepository {
   }
 
   /** Extends a held lease; false when the worker no longer holds it. */
-  async renewLease(orgId: string, turnId: string, owner: string, leaseMs: number): Promise<boolean> {
+  async renewLease(orgId: OrgId, turnId: TurnId, owner: string, leaseMs: number): Promise<boolean> {
     if (!isUuid(turnId)) return false;
     const { rowCount } = await runSql(
       this.em,

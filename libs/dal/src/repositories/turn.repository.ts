@@ -1,5 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { Block, Effort, Message, TextBlock, Turn, TurnKind, TurnStatus } from '@portal/domain';
+import {
+  type Block,
+  type ConversationId,
+  type Effort,
+  type Message,
+  type OrgId,
+  type TextBlock,
+  type Turn,
+  TurnId,
+  type TurnKind,
+  type TurnStatus,
+} from '@portal/domain';
 import { personRequest } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
 import { type Db, isPgError, isUuid, managerOf, runSql } from '../db.util';
@@ -10,7 +21,7 @@ import { BlockRepository, blockRecords, insertBlocksSql, type PlacedBlocks } fro
 import { insertUsageSql } from './usage.repository';
 
 export interface NewTurn {
-  conversationId: string;
+  conversationId: ConversationId;
   kind?: TurnKind;
   effort: Effort;
   model: string;
@@ -69,12 +80,12 @@ export class TurnRepository {
    * a queued, running or paused turn.
    */
   async createWithUserMessage(
-    orgId: string,
+    orgId: OrgId,
     input: NewTurn,
   ): Promise<{ turn: Turn; message: Message } | null> {
     if (!isUuid(input.conversationId)) return null;
     const turn: Turn = {
-      id: randomUUID(),
+      id: TurnId(randomUUID()),
       conversationId: input.conversationId,
       n: 0,
       kind: input.kind ?? 'turn',
@@ -158,7 +169,7 @@ export class TurnRepository {
     }
   }
 
-  async get(orgId: string, turnId: string): Promise<Turn | null> {
+  async get(orgId: OrgId, turnId: TurnId): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
     const {
       rows: [row],
@@ -171,7 +182,7 @@ export class TurnRepository {
     return row ?? null;
   }
 
-  async listForConversation(orgId: string, conversationId: string): Promise<Turn[]> {
+  async listForConversation(orgId: OrgId, conversationId: ConversationId): Promise<Turn[]> {
     if (!isUuid(conversationId)) return [];
     const { rows } = await runSql<Turn>(
       this.em,
@@ -181,7 +192,7 @@ export class TurnRepository {
     return rows;
   }
 
-  async getLatest(orgId: string, conversationId: string): Promise<Turn | null> {
+  async getLatest(orgId: OrgId, conversationId: ConversationId): Promise<Turn | null> {
     if (!isUuid(conversationId)) return null;
     const {
       rows: [row],
@@ -194,7 +205,7 @@ export class TurnRepository {
   }
 
   /** The conversation's queued, running or paused turn, if any (there is at most one). */
-  async getActive(orgId: string, conversationId: string): Promise<Turn | null> {
+  async getActive(orgId: OrgId, conversationId: ConversationId): Promise<Turn | null> {
     if (!isUuid(conversationId)) return null;
     const {
       rows: [row],
@@ -212,8 +223,8 @@ export class TurnRepository {
    * drops the lease.
    */
   async updateStatus(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     status: TurnStatus,
     opts: { error?: string | null; from?: TurnStatus[]; contextTokens?: number } = {},
   ): Promise<Turn | null> {
@@ -245,7 +256,7 @@ export class TurnRepository {
    * Marks a queued, running or paused turn for cancelling (the first request's time is kept).
    * Null when the turn is not the org's or has already settled.
    */
-  async requestCancel(orgId: string, turnId: string): Promise<Turn | null> {
+  async requestCancel(orgId: OrgId, turnId: TurnId): Promise<Turn | null> {
     if (!isUuid(turnId)) return null;
     const { rows } = await runSql<Turn>(
       this.em,
@@ -262,7 +273,7 @@ export class TurnRepository {
    * make), `contextTokens`, and the status (as `updateStatus`). Returns the
    * stored blocks; a position held by another block throws DalError `block_conflict`.
    */
-  async recordCall(orgId: string, turnId: string, record: CallRecord): Promise<Block[]> {
+  async recordCall(orgId: OrgId, turnId: TurnId, record: CallRecord): Promise<Block[]> {
     if (!isUuid(turnId)) return [];
     const stored = (await this.record(orgId, turnId, record, null))!;
     const { placed } = record;
@@ -277,8 +288,8 @@ export class TurnRepository {
    * count read with the transcript the blocks were placed on). Null, writing nothing, otherwise.
    */
   async recordCallIfUnchanged(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     seen: { owner: string; steeringCount: number },
     record: CallRecord,
   ): Promise<Block[] | null> {
@@ -293,8 +304,8 @@ export class TurnRepository {
 
   /** recordCall's statement; with `seen`, every write waits on the guard (null when it fails). */
   private async record(
-    orgId: string,
-    turnId: string,
+    orgId: OrgId,
+    turnId: TurnId,
     { placed, usage, status }: CallRecord,
     seen: { owner: string; steeringCount: number } | null,
   ): Promise<Block[] | null> {
@@ -350,7 +361,7 @@ export class TurnRepository {
    * Keeps the MCP tools listed when the turn started. The first list stored stays (a worker that
    * took the turn over meanwhile may have stored one): the stored one is returned.
    */
-  async saveMcpTools(orgId: string, turnId: string, snapshot: McpToolSnapshot): Promise<McpToolSnapshot> {
+  async saveMcpTools(orgId: OrgId, turnId: TurnId, snapshot: McpToolSnapshot): Promise<McpToolSnapshot> {
     const {
       rows: [row],
     } = await runSql<{ mcpTools: McpToolSnapshot }>(
@@ -367,7 +378,7 @@ export class TurnRepository {
   }
 
   /** Each call on the turn's own model overwrites this with its input tokens. */
-  async setContextTokens(orgId: string, turnId: string, contextTokens: number): Promise<void> {
+  async setContextTokens(orgId: OrgId, turnId: TurnId, contextTokens: number): Promise<void> {
     if (!isUuid(turnId)) return;
     await runSql(
       this.em,
@@ -381,7 +392,7 @@ export class TurnRepository {
    * Locks the turn row until the surrounding transaction ends (call it inside one), so writers
    * that also lock it (BlockRepository.appendNext) wait. With the lease and the cancel flag.
    */
-  async lockForUpdate(orgId: string, turnId: string): Promise<LockedTurn | null> {
+  async lockForUpdate(orgId: OrgId, turnId: TurnId): Promise<LockedTurn | null> {
     if (!isUuid(turnId)) return null;
     const {
       rows: [row],

@@ -1,3 +1,4 @@
+import type { ConversationId, OrgId, TurnId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { UsageRowEntity } from '../entities/usage-row.entity';
@@ -29,7 +30,7 @@ export class UsageRepository {
    * Records one model call's usage. With `callKey` (unique per turn) a repeated job records it
    * once. Returns false when the turn is not the org's or the key was already recorded.
    */
-  async add(orgId: string, row: UsageRow & { callKey?: string }): Promise<boolean> {
+  async add(orgId: OrgId, row: UsageRow & { callKey?: string }): Promise<boolean> {
     if (!isUuid(row.turnId)) return false;
     const { rows: inserted } = await runSql(
       this.em,
@@ -51,9 +52,12 @@ export class UsageRepository {
   }
 
   /** Each turn's usage summed (tokens and cost of all its calls), for the turns of a conversation that have some. */
-  async totalsForConversation(orgId: string, conversationId: string): Promise<Map<string, UsageTotals>> {
+  async totalsForConversation(
+    orgId: OrgId,
+    conversationId: ConversationId,
+  ): Promise<Map<string, UsageTotals>> {
     if (!isUuid(conversationId)) return new Map();
-    const { rows } = await runSql<UsageTotals & { turnId: string }>(
+    const { rows } = await runSql<UsageTotals & { turnId: TurnId }>(
       this.em,
       `SELECT u.turn_id AS "turnId", sum(u.input_tokens)::int AS "inputTokens",
          sum(u.output_tokens)::int AS "outputTokens", sum(u.cached_tokens)::int AS "cachedTokens",
@@ -67,7 +71,7 @@ export class UsageRepository {
   }
 
   /** In the order recorded. */
-  async listForTurn(orgId: string, turnId: string): Promise<UsageRow[]> {
+  async listForTurn(orgId: OrgId, turnId: TurnId): Promise<UsageRow[]> {
     if (!isUuid(turnId)) return [];
     const rows = await this.em
       .getRepository(UsageRowEntity)

@@ -1,3 +1,4 @@
+import { type OrgId, UserId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import { IsNull, type EntityManager } from 'typeorm';
 import { hashApiKey } from '../api-key.util';
@@ -16,7 +17,7 @@ export class UserRepository {
   }
 
   /** A user the bootstrap file lists (listed again after a removal, they are back). */
-  async upsert(orgId: string, userId: string, role: UserRole): Promise<User> {
+  async upsert(orgId: OrgId, userId: UserId, role: UserRole): Promise<User> {
     await this.em
       .getRepository(UserEntity)
       .upsert({ orgId, id: userId, role, origin: 'file', removedAt: null }, ['orgId', 'id']);
@@ -24,7 +25,7 @@ export class UserRepository {
   }
 
   /** The user, unless removed from the bootstrap file. */
-  async get(orgId: string, userId: string): Promise<User | null> {
+  async get(orgId: OrgId, userId: UserId): Promise<User | null> {
     const row = await this.em.getRepository(UserEntity).findOneBy({ orgId, id: userId, removedAt: IsNull() });
     return row && toUser(row);
   }
@@ -33,7 +34,7 @@ export class UserRepository {
    * Marks the org's file users that `listed` no longer names as removed and drops their API keys;
    * users created by a sign-in are not the file's to remove. Returns the removed ids.
    */
-  async removeUnlisted(orgId: string, listed: readonly string[]): Promise<string[]> {
+  async removeUnlisted(orgId: OrgId, listed: readonly string[]): Promise<string[]> {
     const { rows } = await runSql<{ id: string }>(
       this.em,
       `UPDATE users SET removed_at = now()
@@ -52,7 +53,7 @@ export class UserRepository {
    * defaultRole`; a known user takes `role` when the provider sent one. Null for a removed user.
    */
   async signIn(
-    orgId: string,
+    orgId: OrgId,
     sub: string,
     role: UserRole | null,
     defaultRole: UserRole,
@@ -65,11 +66,11 @@ export class UserRepository {
       [orgId, sub, role ?? defaultRole, role],
     );
     const [row] = rows;
-    return row.removed ? null : { orgId, id: sub, role: row.role };
+    return row.removed ? null : { orgId, id: UserId(sub), role: row.role };
   }
 
   /** Stores the key's sha256. Idempotent; a key already held by another user is an error. */
-  async addApiKey(orgId: string, userId: string, apiKey: string): Promise<void> {
+  async addApiKey(orgId: OrgId, userId: UserId, apiKey: string): Promise<void> {
     const keyHash = hashApiKey(apiKey);
     const keys = this.em.getRepository(ApiKeyEntity);
     await keys
@@ -88,7 +89,7 @@ export class UserRepository {
   }
 
   /** Whether the user holds at least one API key. */
-  async hasApiKey(orgId: string, userId: string): Promise<boolean> {
+  async hasApiKey(orgId: OrgId, userId: UserId): Promise<boolean> {
     return this.em.getRepository(ApiKeyEntity).existsBy({ orgId, userId });
   }
 

@@ -1,4 +1,11 @@
-import type { Block, CompactionBlock, TextBlock, TurnTranscript } from '@portal/domain';
+import {
+  type Block,
+  type CompactionBlock,
+  ConversationId,
+  OrgId,
+  type TextBlock,
+  type TurnTranscript,
+} from '@portal/domain';
 import type { DataSource } from 'typeorm';
 import { createDataSource, createScratchDatabase, type ScratchDatabase } from '../data-source';
 import {
@@ -13,8 +20,8 @@ import {
 import { TurnRepository } from './turn.repository';
 import { WindowRepository } from './window.repository';
 
-const ORG = 'acme';
-const OTHER = 'globex';
+const ORG = OrgId('acme');
+const OTHER = OrgId('globex');
 
 let db: ScratchDatabase;
 let ds: DataSource;
@@ -45,22 +52,25 @@ describe('WindowRepository.readWindow', () => {
   beforeAll(async () => {
     conversationId = await newConversation(ds, ORG);
     for (let n = 1; n <= 3; n++)
-      await settledTurn(ds, ORG, conversationId, { text: `t${n}`, blocks: [answer(`a${n}`)] });
-    await settledTurn(ds, ORG, conversationId, {
+      await settledTurn(ds, ORG, ConversationId(conversationId), {
+        text: `t${n}`,
+        blocks: [answer(`a${n}`)],
+      });
+    await settledTurn(ds, ORG, ConversationId(conversationId), {
       text: '/compact',
       kind: 'compaction',
       blocks: [compaction(3), answer('Context summarised: turns 1–3.')],
     });
     for (let n = 5; n <= 30; n++) {
       const status = n === 12 ? 'failed' : n === 13 ? 'cut_off' : 'completed';
-      await settledTurn(ds, ORG, conversationId, {
+      await settledTurn(ds, ORG, ConversationId(conversationId), {
         text: `t${n}`,
         status,
         blocks: status === 'failed' ? [] : [answer(`a${n}`)],
       });
     }
     await new TurnRepository(ds).createWithUserMessage(ORG, {
-      conversationId,
+      conversationId: ConversationId(conversationId),
       effort: 'low',
       model: 'm',
       text: 't31',
@@ -68,7 +78,9 @@ describe('WindowRepository.readWindow', () => {
   });
 
   it('returns the newest summary and the last 20 settled turns after it, oldest first', async () => {
-    const window = await new WindowRepository(ds).readWindow(ORG, conversationId, { beforeTurnN: 31 });
+    const window = await new WindowRepository(ds).readWindow(ORG, ConversationId(conversationId), {
+      beforeTurnN: 31,
+    });
     expect(window.summary).toMatchObject({
       turnN: 4,
       block: { kind: 'compaction', seq: 2, coversTurns: { from: 1, to: 3 } },
@@ -87,18 +99,24 @@ describe('WindowRepository.readWindow', () => {
   it('honours turnsReplayed and leaves open turns out', async () => {
     const repo = new WindowRepository(ds);
     expect(
-      (await repo.readWindow(ORG, conversationId, { turnsReplayed: 3 })).turns.map((t) => t.turn.n),
+      (await repo.readWindow(ORG, ConversationId(conversationId), { turnsReplayed: 3 })).turns.map(
+        (t) => t.turn.n,
+      ),
     ).toEqual([28, 29, 30]);
-    const all = await repo.readWindow(ORG, conversationId, { turnsReplayed: Infinity });
+    const all = await repo.readWindow(ORG, ConversationId(conversationId), { turnsReplayed: Infinity });
     expect(all.turns.map((t) => t.turn.n)).toEqual(Array.from({ length: 26 }, (_, i) => 5 + i));
-    expect((await repo.readWindow(ORG, conversationId, { turnsReplayed: 0 })).turns).toEqual([]);
+    expect((await repo.readWindow(ORG, ConversationId(conversationId), { turnsReplayed: 0 })).turns).toEqual(
+      [],
+    );
   });
 
   it('reads the window as it was before an earlier turn', async () => {
-    const window = await new WindowRepository(ds).readWindow(ORG, conversationId, { beforeTurnN: 8 });
+    const window = await new WindowRepository(ds).readWindow(ORG, ConversationId(conversationId), {
+      beforeTurnN: 8,
+    });
     expect(window.summary?.turnN).toBe(4);
     expect(window.turns.map(userText)).toEqual(['t5', 't6', 't7']);
-    const beforeCompaction = await new WindowRepository(ds).readWindow(ORG, conversationId, {
+    const beforeCompaction = await new WindowRepository(ds).readWindow(ORG, ConversationId(conversationId), {
       beforeTurnN: 4,
     });
     expect(beforeCompaction.summary).toBeNull();
@@ -125,19 +143,22 @@ describe('WindowRepository.readWindow', () => {
   it('reads the same turns without the summary with readTurns', async () => {
     const repo = new WindowRepository(ds);
     for (const opts of [{ beforeTurnN: 31 }, { turnsReplayed: 3 }, { beforeTurnN: 8 }, { beforeTurnN: 4 }]) {
-      const window = await repo.readWindow(ORG, conversationId, opts);
-      expect(await repo.readTurns(ORG, conversationId, opts)).toEqual(window.turns);
+      const window = await repo.readWindow(ORG, ConversationId(conversationId), opts);
+      expect(await repo.readTurns(ORG, ConversationId(conversationId), opts)).toEqual(window.turns);
     }
     // Bounded by the summary still: the turns before the compaction stay out.
-    const turns = await repo.readTurns(ORG, conversationId, { turnsReplayed: Infinity });
+    const turns = await repo.readTurns(ORG, ConversationId(conversationId), { turnsReplayed: Infinity });
     expect(turns.map((t) => t.turn.n)).toEqual(Array.from({ length: 26 }, (_, i) => 5 + i));
-    expect(await repo.readTurns(OTHER, conversationId)).toEqual([]);
+    expect(await repo.readTurns(OTHER, ConversationId(conversationId))).toEqual([]);
   });
 
   it('reads nothing of another org', async () => {
     const repo = new WindowRepository(ds);
-    expect(await repo.readWindow(OTHER, conversationId)).toEqual({ summary: null, turns: [] });
-    expect(await repo.readWindow(ORG, 'not-a-uuid')).toEqual({ summary: null, turns: [] });
+    expect(await repo.readWindow(OTHER, ConversationId(conversationId))).toEqual({
+      summary: null,
+      turns: [],
+    });
+    expect(await repo.readWindow(ORG, ConversationId('not-a-uuid'))).toEqual({ summary: null, turns: [] });
   });
 });
 
@@ -165,7 +186,7 @@ describe('WindowRepository.readWindow cost', () => {
     // Other conversations make the tables large enough that the planner's choices are real ones.
     await bulkTurns(ds, OTHER, await newConversation(ds, OTHER), { to: 20_000 });
     conversations.push(await conversationOf(30), await conversationOf(300), await newConversation(ds, ORG));
-    await bulkTurns(ds, ORG, conversations[2], { to: 3000 });
+    await bulkTurns(ds, ORG, ConversationId(conversations[2]), { to: 3000 });
     await ds.query('ANALYZE');
     log = new QueryLog();
     logged = await createDataSource(db.url, { logger: log }).initialize();
@@ -176,7 +197,9 @@ describe('WindowRepository.readWindow cost', () => {
 
   async function read(conversationId: string) {
     log.queries = [];
-    const window = await new WindowRepository(logged).readWindow(ORG, conversationId, { turnsReplayed: 20 });
+    const window = await new WindowRepository(logged).readWindow(ORG, ConversationId(conversationId), {
+      turnsReplayed: 20,
+    });
     return { window, queries: [...log.queries] };
   }
 

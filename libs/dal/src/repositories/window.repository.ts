@@ -1,4 +1,13 @@
-import type { CompactionBlock, MemoryWindow, Message, TurnKind, TurnStatus } from '@portal/domain';
+import type {
+  CompactionBlock,
+  ConversationId,
+  MemoryWindow,
+  Message,
+  OrgId,
+  TurnId,
+  TurnKind,
+  TurnStatus,
+} from '@portal/domain';
 import { DEFAULT_LIMITS } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
@@ -39,7 +48,11 @@ export class WindowRepository {
     this.em = managerOf(db);
   }
 
-  async readWindow(orgId: string, conversationId: string, opts: WindowOptions = {}): Promise<MemoryWindow> {
+  async readWindow(
+    orgId: OrgId,
+    conversationId: ConversationId,
+    opts: WindowOptions = {},
+  ): Promise<MemoryWindow> {
     return this.read(orgId, conversationId, opts, true);
   }
 
@@ -48,16 +61,16 @@ export class WindowRepository {
    * tens of KB) is not read. For a reader that pages back through the turns with the summary in hand.
    */
   async readTurns(
-    orgId: string,
-    conversationId: string,
+    orgId: OrgId,
+    conversationId: ConversationId,
     opts: WindowOptions = {},
   ): Promise<MemoryWindow['turns']> {
     return (await this.read(orgId, conversationId, opts, false)).turns;
   }
 
   private async read(
-    orgId: string,
-    conversationId: string,
+    orgId: OrgId,
+    conversationId: ConversationId,
     opts: WindowOptions,
     withSummary: boolean,
   ): Promise<MemoryWindow> {
@@ -73,7 +86,7 @@ export class WindowRepository {
       rows: [row],
     } = await runSql<{
       summary: (BlockRow & { turnN: number }) | null;
-      turns: { id: string; n: number; kind: TurnKind; status: TurnStatus }[] | null;
+      turns: { id: TurnId; n: number; kind: TurnKind; status: TurnStatus }[] | null;
       rows: Parameters<typeof messagesOf>[0] | null;
     }>(
       this.em,

@@ -1,4 +1,13 @@
-import type { Block, Turn, TurnKind, TurnStatus } from '@portal/domain';
+import {
+  AgentId,
+  type Block,
+  type ConversationId,
+  type OrgId,
+  type Turn,
+  type TurnKind,
+  type TurnStatus,
+  UserId,
+} from '@portal/domain';
 import type { DataSource, Logger } from 'typeorm';
 import { AgentRepository } from '../repositories/agent.repository';
 import { BlockRepository, placeBlocks } from '../repositories/block.repository';
@@ -9,13 +18,13 @@ import { TurnRepository } from '../repositories/turn.repository';
 import { UserRepository } from '../repositories/user.repository';
 
 /** An org with an author, a member and an agent `researcher`. */
-export async function seedOrg(ds: DataSource, orgId: string): Promise<void> {
+export async function seedOrg(ds: DataSource, orgId: OrgId): Promise<void> {
   await new OrgRepository(ds).upsert(orgId);
   const users = new UserRepository(ds);
-  await users.upsert(orgId, 'alice', 'author');
-  await users.upsert(orgId, 'bob', 'member');
+  await users.upsert(orgId, UserId('alice'), 'author');
+  await users.upsert(orgId, UserId('bob'), 'member');
   await new AgentRepository(ds).upsert(orgId, {
-    id: 'researcher',
+    id: AgentId('researcher'),
     name: 'Researcher',
     instructions: 'Research.',
     model: 'gpt-test',
@@ -26,8 +35,12 @@ export async function seedOrg(ds: DataSource, orgId: string): Promise<void> {
   });
 }
 
-export async function newConversation(ds: DataSource, orgId: string, userId = 'alice'): Promise<string> {
-  const conversation = await new ConversationRepository(ds).create(orgId, userId, 'researcher');
+export async function newConversation(
+  ds: DataSource,
+  orgId: OrgId,
+  userId = UserId('alice'),
+): Promise<ConversationId> {
+  const conversation = await new ConversationRepository(ds).create(orgId, userId, AgentId('researcher'));
   if (!conversation) throw new Error('no conversation');
   return conversation.id;
 }
@@ -37,8 +50,8 @@ type BlockDraft = Block extends infer B ? (B extends unknown ? Omit<B, 'id' | 's
 /** A turn with its user text and, when given, an assistant message holding `blocks`, then settled. */
 export async function settledTurn(
   ds: DataSource,
-  orgId: string,
-  conversationId: string,
+  orgId: OrgId,
+  conversationId: ConversationId,
   opts: { text?: string; kind?: TurnKind; status?: TurnStatus; blocks?: BlockDraft[] } = {},
 ): Promise<Turn> {
   const turns = new TurnRepository(ds);
@@ -87,8 +100,8 @@ export class QueryLog implements Logger {
  */
 export async function bulkTurns(
   ds: DataSource,
-  orgId: string,
-  conversationId: string,
+  orgId: OrgId,
+  conversationId: ConversationId,
   turns: { from?: number; to: number; model?: string; person?: string; answer?: string },
 ): Promise<void> {
   const person = turns.person ?? `'turn ' || t.n`;

@@ -1,3 +1,4 @@
+import { TurnId } from '../ids';
 import type { Block, CompactionBlock } from '../block.types';
 import type { Message, Role, TurnKind, TurnStatus, TurnTranscript } from '../turn.types';
 
@@ -74,10 +75,10 @@ export function makeTurn(
 ): TurnTranscript {
   let seq = 0;
   return {
-    turn: { id: 't1', n: opts.n ?? 1, kind: opts.kind ?? 'turn', status },
+    turn: { id: TurnId('t1'), n: opts.n ?? 1, kind: opts.kind ?? 'turn', status },
     messages: messages.map((m, i) => ({
       id: `m${i + 1}`,
-      turnId: 't1',
+      turnId: TurnId('t1'),
       role: m.role,
       attachmentIds: [],
       blocks: m.blocks.map((b) => {

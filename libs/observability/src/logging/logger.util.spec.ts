@@ -1,3 +1,4 @@
+import { ConversationId, OrgId, TurnId } from '@portal/domain';
 import { Writable } from 'node:stream';
 import { addLogContext, createLogger, logContext, runWithLogContext } from './logger.util';
 
@@ -48,9 +49,9 @@ describe('createLogger', () => {
 
   it("adds the context's ids to every line inside runWithLogContext, across awaits", async () => {
     const { lines, log } = captured();
-    await runWithLogContext({ orgId: 'acme', turnId: 't-1' }, async () => {
+    await runWithLogContext({ orgId: OrgId('acme'), turnId: TurnId('t-1') }, async () => {
       await new Promise((resolve) => setTimeout(resolve, 1));
-      addLogContext({ conversationId: 'c-1', userId: undefined });
+      addLogContext({ conversationId: ConversationId('c-1'), userId: undefined });
       log.info('inside');
     });
     log.info('outside');
@@ -61,7 +62,9 @@ describe('createLogger', () => {
 
   it('logContext binds ids to a child logger', () => {
     const { lines, log } = captured();
-    logContext(log, { orgId: 'acme', conversationId: 'c-1', turnId: undefined }).warn('hi');
+    logContext(log, { orgId: OrgId('acme'), conversationId: ConversationId('c-1'), turnId: undefined }).warn(
+      'hi',
+    );
     expect(lines[0]).toMatchObject({ level: 'warn', orgId: 'acme', conversationId: 'c-1', msg: 'hi' });
     expect(lines[0]).not.toHaveProperty('turnId');
   });

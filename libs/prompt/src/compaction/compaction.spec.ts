@@ -1,4 +1,4 @@
-import type { CompactionBlock, MemoryWindow } from '@portal/domain';
+import { type CompactionBlock, type MemoryWindow, TurnId } from '@portal/domain';
 import {
   buildCompactionPrompt,
   coveredTurns,
@@ -48,7 +48,7 @@ const earlier: CompactionBlock = {
 function input(over: Partial<CompactionPromptInput> = {}): CompactionPromptInput {
   return {
     window: { summary: null, turns: [chat(1, 'Find the Q3 revenue in the report.', 'It was $4.2M.')] },
-    current: { n: 2, messages: messages('t2', [user('Now compare it with Q2 please.')]) },
+    current: { n: 2, messages: messages(TurnId('t2'), [user('Now compare it with Q2 please.')]) },
     trigger: 'AUTO',
     contextWindow: 128_000,
     limits,
@@ -76,7 +76,7 @@ describe('buildCompactionPrompt: the turns it covers, always from turn 1', () =>
       input({
         window: withSummary,
         trigger: 'MANUAL',
-        current: { n: 6, messages: messages('t6', [user('/compact')]) },
+        current: { n: 6, messages: messages(TurnId('t6'), [user('/compact')]) },
       }),
       5,
     ],
@@ -117,7 +117,7 @@ describe('buildCompactionPrompt: the history', () => {
       assistant(result('c1', 'Q3 revenue: $4.2M', { ref: 'tr_a' }), text('Q3 was $4.2M.')),
     ]);
     const long = 'x'.repeat(limits.RESULT_PREVIEW_CHARS + 50);
-    const current = messages('t2', [
+    const current = messages(TurnId('t2'), [
       user('Write it to /reports/q3.md'),
       assistant(use('c2', 'write_file', '{"path":"/reports/q3.md"}'), result('c2', long, { ref: 'tr_b' })),
       steer('and add Q2 too'),
@@ -192,7 +192,7 @@ describe('buildCompactionPrompt: the history', () => {
       seq: 4,
       ...compactionBlock(7, 'Summary of turns 1–7 IN_TURN'),
     };
-    const current = messages('t7', [
+    const current = messages(TurnId('t7'), [
       user('OPENING request'),
       assistant(use('c1', 'search_attachments', '{}'), result('c1', 'r'), { ...inTurn }),
       steer('AFTER steering request'),
@@ -240,7 +240,7 @@ describe('buildCompactionPrompt: the history', () => {
     '%s: manual instructions and the agent guidance are appended',
     (_name, trigger, opening, guidance, hasInstructions) => {
       const prompt = buildCompactionPrompt(
-        input({ trigger, guidance, current: { n: 2, messages: messages('t2', [user(opening)]) } }),
+        input({ trigger, guidance, current: { n: 2, messages: messages(TurnId('t2'), [user(opening)]) } }),
       );
       const system = systemOf(prompt);
       expect(prompt.instructions).toBe(hasInstructions ? 'keep every figure' : null);
@@ -412,7 +412,7 @@ describe('the prompt fits the context window less SUMMARY_OUTPUT_SHARE', () => {
   const long = (over: Partial<CompactionPromptInput> = {}) =>
     input({
       window: { summary: null, turns: Array.from({ length: 300 }, (_, i) => busy(i + 1)) },
-      current: { n: 301, messages: messages('t301', [user('Now sum it all up.')]) },
+      current: { n: 301, messages: messages(TurnId('t301'), [user('Now sum it all up.')]) },
       contextWindow: 16_000,
       counter,
       ...over,
@@ -466,7 +466,7 @@ describe('the prompt fits the context window less SUMMARY_OUTPUT_SHARE', () => {
     const prompt = buildCompactionPrompt(
       long({
         window: { summary: { turnN: 4, block: earlier }, turns },
-        current: { n: 305, messages: messages('t305', [user('/compact')]) },
+        current: { n: 305, messages: messages(TurnId('t305'), [user('/compact')]) },
         trigger: 'MANUAL',
       }),
     );
@@ -575,7 +575,7 @@ describe('the language sample', () => {
       input({
         trigger: 'MANUAL',
         window: { summary: null, turns },
-        current: { n: 6, messages: messages('t6', [user(`/compact ${VIETNAMESE[4]}`)]) },
+        current: { n: 6, messages: messages(TurnId('t6'), [user(`/compact ${VIETNAMESE[4]}`)]) },
       }),
     );
     expect(prompt.languageSample).toEqual([
@@ -593,7 +593,7 @@ describe('the language sample', () => {
     const prompt = buildCompactionPrompt(
       input({
         window: { summary: { turnN: 4, block: earlier }, turns: [] },
-        current: { n: 5, messages: messages('t5', [user('ok')]) },
+        current: { n: 5, messages: messages(TurnId('t5'), [user('ok')]) },
       }),
     );
     expect(prompt.languageSample).toEqual([]);

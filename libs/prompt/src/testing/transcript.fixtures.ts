@@ -1,11 +1,13 @@
-import type {
-  Block,
-  CompactionBlock,
-  Message,
-  Role,
-  TurnKind,
-  TurnStatus,
-  TurnTranscript,
+import {
+  AttachmentId,
+  type Block,
+  type CompactionBlock,
+  type Message,
+  type Role,
+  TurnId,
+  type TurnKind,
+  type TurnStatus,
+  type TurnTranscript,
 } from '@portal/domain';
 import type { AttachmentForPrompt } from '../attachments';
 import { resolveLimits, type Limits } from '../limits';
@@ -71,7 +73,7 @@ export const assistant = (...blocks: BlockDraft[]): MessageDraft => ({
   attachmentIds: [],
 });
 
-export function messages(turnId: string, drafts: MessageDraft[]): Message[] {
+export function messages(turnId: TurnId, drafts: MessageDraft[]): Message[] {
   let seq = 0;
   return drafts.map((m, i) => ({
     id: `${turnId}_m${i + 1}`,
@@ -89,8 +91,8 @@ export function turn(
 ): TurnTranscript {
   const id = `t${n}`;
   return {
-    turn: { id, n, kind: opts.kind ?? 'turn', status: opts.status ?? 'completed' },
-    messages: messages(id, drafts),
+    turn: { id: TurnId(id), n, kind: opts.kind ?? 'turn', status: opts.status ?? 'completed' },
+    messages: messages(TurnId(id), drafts),
   };
 }
 
@@ -102,7 +104,7 @@ export const limits: Limits = resolveLimits();
 
 export function documentAttachment(id: string, over: Partial<AttachmentForPrompt> = {}): AttachmentForPrompt {
   return {
-    id,
+    id: AttachmentId(id),
     kind: 'document',
     filename: `${id}.pdf`,
     mimeType: 'application/pdf',
@@ -120,7 +122,7 @@ export function documentAttachment(id: string, over: Partial<AttachmentForPrompt
 
 export function pictureAttachment(id: string, over: Partial<AttachmentForPrompt> = {}): AttachmentForPrompt {
   return {
-    id,
+    id: AttachmentId(id),
     kind: 'picture',
     filename: `${id}.jpg`,
     mimeType: 'image/jpeg',

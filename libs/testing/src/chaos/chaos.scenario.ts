@@ -1,8 +1,9 @@
 import {
-  checkTurn,
   type Block,
+  checkTurn,
   type InvariantViolation,
   type Message,
+  TurnId,
   type TurnStatus,
 } from '@portal/domain';
 import { startFakeOpenAI, type FakeAnswer, type FakeOpenAI, type FakeRequest } from '../fake-openai';
@@ -452,7 +453,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         const blocks = own.flatMap((m) => m.blocks);
         const settled = ['completed', 'failed', 'cut_off'].includes(turn.status);
         const violations = checkTurn({
-          turn: { id: turn.id, n: turn.n, kind: 'turn', status: turn.status },
+          turn: { id: TurnId(turn.id), n: turn.n, kind: 'turn', status: turn.status },
           messages: own,
         });
         const uses = new Map<string, string>();

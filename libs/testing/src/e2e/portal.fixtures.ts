@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { checkTurn, type InvariantViolation, type Message, type TurnStatus } from '@portal/domain';
+import { checkTurn, type InvariantViolation, type Message, TurnId, type TurnStatus } from '@portal/domain';
 import type { FakeOpenAI, FakeRequest, FakeResponder, FakeScript } from '../fake-openai';
 import { ApiClient, type SseEvent } from './api.client';
 import { subscribeEvents, type EventSubscription } from './event-stream';
@@ -346,7 +346,10 @@ export class E2EConversation {
   /** The six invariants (SPEC 8) on the turn as the API shows it. */
   async violations(turnId: string): Promise<InvariantViolation[]> {
     const [turn, messages] = await Promise.all([this.turn(turnId), this.messages(turnId)]);
-    return checkTurn({ turn: { id: turn.id, n: turn.n, kind: 'turn', status: turn.status }, messages });
+    return checkTurn({
+      turn: { id: TurnId(turn.id), n: turn.n, kind: 'turn', status: turn.status },
+      messages,
+    });
   }
 
   close(): void {

@@ -1,3 +1,4 @@
+import { ConversationId } from '@portal/domain';
 import { conversationEventsKey, QueueName } from '@portal/contracts';
 import { queueKeyPrefix } from '@portal/queue';
 import { RedisConnections } from '@portal/redis';
@@ -155,7 +156,7 @@ describe('on a Redis Cluster (REDIS_CLUSTER_NODES)', () => {
     try {
       const client = redis.shared('state');
       for (const chat of conversations)
-        expect(await client.exists(conversationEventsKey(portal.prefix, chat.id))).toBe(1);
+        expect(await client.exists(conversationEventsKey(portal.prefix, ConversationId(chat.id)))).toBe(1);
       const keys = (await Promise.all((await redisMasters(client)).map((node) => node.keys('*')))).flat();
       for (const queue of [QueueName.Turns, QueueName.Attachments, QueueName.Compactions])
         expect(keys.some((key) => key.startsWith(`${queueKeyPrefix(portal.prefix, queue)}:${queue}:`))).toBe(

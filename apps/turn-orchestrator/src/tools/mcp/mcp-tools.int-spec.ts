@@ -8,7 +8,7 @@ import {
   UserRepository,
   type AgentMcpServer,
 } from '@portal/dal';
-import { checkTurn, type ApprovalRequestBlock } from '@portal/domain';
+import { AgentId, type ApprovalRequestBlock, checkTurn, OrgId, TurnId, UserId } from '@portal/domain';
 import { PortalMetrics } from '@portal/observability';
 import { MCP_REPORT_TEXT, startMcpTestServer, type McpTestServer } from '@portal/testing';
 import { ORG, startHarness, transcriptOf, type Harness } from '../../../test/turn.harness';
@@ -38,7 +38,7 @@ const tickets = (over: Partial<AgentMcpServer> = {}): AgentMcpServer => ({
 
 async function setServers(agentId: string, mcpServers: AgentMcpServer[], org = ORG) {
   await new AgentRepository(h.db.dataSource).upsert(org, {
-    id: agentId,
+    id: AgentId(agentId),
     name: agentId,
     instructions: 'Help with tickets.',
     model: 'gpt-test',
@@ -137,7 +137,7 @@ describe('MCP tools offered to the model', () => {
       'The MCP servers down could not be reached when this turn started',
     );
     expect((await h.turn(turnId))!.status).toBe('completed');
-    const stored = await new BlockRepository(h.db.dataSource).readForCall(ORG, turnId);
+    const stored = await new BlockRepository(h.db.dataSource).readForCall(ORG, TurnId(turnId));
     expect(stored.mcpTools).toMatchObject({ unavailable: ['down'] });
   });
 });
@@ -294,13 +294,17 @@ describe('MCP approval', () => {
 
 describe('MCP tenancy', () => {
   it("another org's agent never reaches this org's MCP server", async () => {
-    const other = 'globex';
+    const other = OrgId('globex');
     const ds = h.db.dataSource;
     await new OrgRepository(ds).upsert(other);
-    await new UserRepository(ds).upsert(other, 'bob', 'author');
+    await new UserRepository(ds).upsert(other, UserId('bob'), 'author');
     // Its agent names a server `tickets` too, at a URL where nothing listens.
     await setServers('helpdesk', [{ name: 'tickets', url: deadUrl }], other);
-    const conversation = await new ConversationRepository(ds).create(other, 'bob', 'helpdesk');
+    const conversation = await new ConversationRepository(ds).create(
+      other,
+      UserId('bob'),
+      AgentId('helpdesk'),
+    );
     const created = await new TurnRepository(ds).createWithUserMessage(other, {
       conversationId: conversation!.id,
       effort: 'medium',

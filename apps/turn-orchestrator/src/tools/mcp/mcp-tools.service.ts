@@ -1,3 +1,4 @@
+import type { OrgId } from '@portal/domain';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -43,7 +44,7 @@ export class McpTools {
    * The turn's input with its MCP tools: listed now and stored with the turn when it has none yet
    * and its agent names servers. A server that cannot be reached is named in `unavailable`.
    */
-  async offer(orgId: string, input: TurnPromptInput, signal: AbortSignal): Promise<TurnPromptInput> {
+  async offer(orgId: OrgId, input: TurnPromptInput, signal: AbortSignal): Promise<TurnPromptInput> {
     const { agent } = input;
     if (input.mcpTools !== null || agent.mcpServers.length === 0) return input;
     const listed = await Promise.all(agent.mcpServers.map((server) => this.list(orgId, server, signal)));
@@ -80,7 +81,7 @@ export class McpTools {
   }
 
   /** The server's tools, or null when it cannot be reached. */
-  private async list(orgId: string, server: AgentMcpServer, signal: AbortSignal): Promise<Listing | null> {
+  private async list(orgId: OrgId, server: AgentMcpServer, signal: AbortSignal): Promise<Listing | null> {
     // Another org's agent naming the same URL never shares this org's listing.
     const key = JSON.stringify([orgId, server.url, server.headersFromEnv ?? {}]);
     const cached = this.listings.get(key);
