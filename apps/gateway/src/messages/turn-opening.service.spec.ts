@@ -1,0 +1,82 @@
+import { TurnRepository, type NewTurn } from '@portal/dal';
+import { ConversationId, OrgId, TurnId, UserId } from '@portal/domain';
+import { conversationRecord, newTestService, turnRecord } from '@portal/testing/unit';
+import type { Principal } from '../common/principal.types';
+import { TurnDispatchService } from '../core/turn-dispatch.service';
+import { MetricsService } from '../metrics/metrics.service';
+import { TurnOpeningService } from './turn-opening.service';
+
+// Ids in one place, branded where they are made up (repositories take OrgId, TurnId…).
+const ID = {
+  org: OrgId('org-acme'),
+  user: UserId('user-alice'),
+  conversation: ConversationId('conv-1'),
+  turn: TurnId('turn-3'),
+};
+
+const CALLER: Principal = { orgId: ID.org, userId: ID.user, role: 'member', via: 'apiKey' };
+const CONVERSATION = conversationRecord({ orgId: ID.org, id: ID.conversation, userId: ID.user });
+const INPUT: Omit<NewTurn, 'conversationId'> = {
+  kind: 'turn',
+  text: 'hello',
+  effort: 'low',
+  model: 'seeing',
+};
+const TURN = turnRecord({
+  id: ID.turn,
+  conversationId: ID.conversation,
+  n: 3,
+  effort: 'low',
+  model: 'seeing',
+});
+const BLOCK = { id: 'b-1', seq: 1, kind: 'text', text: 'hello', narration: false, steering: false } as const;
+
+function setup() {
+  const { sut, mocks } = newTestService(TurnOpeningService, {
+    mocks: { turns: TurnRepository, dispatch: TurnDispatchService, metrics: MetricsService },
+  });
+  mocks.turns.createWithUserMessage.mockResolvedValue({
+    turn: TURN,
+    message: { id: 'msg-1', turnId: ID.turn, role: 'user', attachmentIds: [], blocks: [BLOCK] },
+  });
+  const enqueue = jest.fn(async (_turnId: string) => undefined);
+  return { sut, mocks, enqueue };
+}
+
+describe('TurnOpeningService', () => {
+  it("records the turn in the caller's org, publishes its events, and only then enqueues its job", async () => {
+    const { sut, mocks, enqueue } = setup();
+
+    await expect(sut.open(CALLER, CONVERSATION, INPUT, enqueue)).resolves.toBe(TURN);
+
+    expect(mocks.turns.createWithUserMessage).toHaveBeenCalledWith(ID.org, {
+      ...INPUT,
+      conversationId: ID.conversation,
+    });
+    expect(mocks.dispatch.publish).toHaveBeenCalledWith(ID.conversation, [
+      { type: 'turn_started', turnId: ID.turn },
+      { type: 'block_finished', turnId: ID.turn, block: BLOCK },
+      { type: 'turn_state', turnId: ID.turn, status: 'queued' },
+    ]);
+    expect(enqueue).toHaveBeenCalledWith(ID.turn);
+    // A worker that takes the job at once publishes `running` after these, never before.
+    expect(mocks.dispatch.publish.mock.invocationCallOrder[0]).toBeLessThan(
+      enqueue.mock.invocationCallOrder[0],
+    );
+    expect(mocks.metrics.turnOpened).toHaveBeenCalledWith('turn');
+  });
+
+  it.each([
+    ['a message whose conversation is gone answers not_found', undefined, 'not_found'],
+    ['a retry after another turn opened answers retry_refused', 3, 'retry_refused'],
+  ])('%s, and nothing follows', async (_, afterTurnN, code) => {
+    const { sut, mocks, enqueue } = setup();
+    mocks.turns.createWithUserMessage.mockResolvedValue(null);
+    await expect(sut.open(CALLER, CONVERSATION, { ...INPUT, afterTurnN }, enqueue)).rejects.toMatchObject({
+      code,
+    });
+    expect(mocks.dispatch.publish).not.toHaveBeenCalled();
+    expect(enqueue).not.toHaveBeenCalled();
+    expect(mocks.metrics.turnOpened).not.toHaveBeenCalled();
+  });
+});

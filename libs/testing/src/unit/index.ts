@@ -1,0 +1,2 @@
+export * from './new-test-service';
+export * from './records';
