@@ -3,7 +3,11 @@ import path from 'node:path';
 
 const root = path.resolve(__dirname, '..', '..', '..');
 
-/** ARCHITECTURE rule 1 and 8: the lint rule, not a person, keeps the pure core framework-free. */
+/**
+ * ARCHITECTURE rule 1 and 8: the lint rule, not a person, keeps the pure core framework-free.
+ * An integration test: it runs Nx and ESLint as processes (about 10 s each on 2 cores), which the
+ * unit tier, kept to well under a minute, cannot afford.
+ */
 describe('module boundaries', () => {
   beforeAll(() => {
     // The boundary rule reads Nx's project graph; make sure it exists, as `npm run lint` does.
