@@ -23,14 +23,25 @@ const TEST_FILES = [
   '**/src/testing/**/*.ts',
 ];
 
-/** `type:test` libs (fakes, harnesses, corpora) may be imported by tests and test helpers only. */
+/**
+ * `type:test` libs (fakes, harnesses, corpora) may be imported by tests and test helpers only.
+ * `type:application` libs (services several apps share, over the adapters) are imported by apps;
+ * the adapters below them never import them.
+ */
 function moduleBoundaries({ forTests }) {
   const test = forTests ? ['type:test'] : [];
   return {
     allow: [],
     depConstraints: [
       { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['type:core', 'type:adapter', 'type:test'] },
-      { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:core', 'type:adapter', ...test] },
+      {
+        sourceTag: 'type:app',
+        onlyDependOnLibsWithTags: ['type:core', 'type:adapter', 'type:application', ...test],
+      },
+      {
+        sourceTag: 'type:application',
+        onlyDependOnLibsWithTags: ['type:core', 'type:adapter', 'type:application', ...test],
+      },
       { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:core', 'type:adapter', ...test] },
       {
         sourceTag: 'type:core',

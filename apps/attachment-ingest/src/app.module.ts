@@ -1,4 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { BlobStoreModule } from '@portal/application';
 import { DalModule } from '@portal/dal';
 import { ConversationEvents, QueueModule } from '@portal/queue';
 import { RedisConnections, RedisModule } from '@portal/redis';
@@ -18,6 +19,7 @@ export class AppModule {
       imports: [
         RedisModule.forRoot(config.redis), // first, so that it closes last
         DalModule.forRoot(config),
+        BlobStoreModule.forRoot(config),
         QueueModule.forRoot(config),
       ],
       providers: [

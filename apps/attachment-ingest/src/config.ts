@@ -50,7 +50,7 @@ export interface AttachmentIngestConfig extends CommonConfig {
   limits: IngestLimits;
   logLevel: string;
   shutdownDeadlineMs: number;
-  /** BLOB_STORE as set: the DAL opens the store it names. */
+  /** BLOB_STORE as set: BlobStoreModule opens the store it names. */
   blobStore: string;
 }
 

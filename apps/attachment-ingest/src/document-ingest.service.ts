@@ -1,6 +1,7 @@
 import { AttachmentId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
-import { AttachmentRepository, decodeText, PDF_TYPE, wholeTextChars, type PageText } from '@portal/dal';
+import { decodeText, PDF_TYPE } from '@portal/application';
+import { AttachmentRepository, wholeTextChars, type PageText } from '@portal/dal';
 import { inSpan, SPAN } from '@portal/observability';
 import { INGEST_CONFIG, type IngestLimits } from './config';
 import type { IngestContext } from './ingest.types';

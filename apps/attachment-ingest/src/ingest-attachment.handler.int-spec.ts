@@ -4,14 +4,13 @@ import { Logger } from '@nestjs/common';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import {
-  AttachmentRepository,
   AttachmentToolsService,
   PostgresBlobStore,
   reducedVariant,
   detectAttachmentType,
   type BlobStore,
-  type BlobVariant,
-} from '@portal/dal';
+} from '@portal/application';
+import { AttachmentRepository, type BlobVariant } from '@portal/dal';
 import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import { AttachmentId, type AttachmentManifest, ConversationId, OrgId, UserId } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';

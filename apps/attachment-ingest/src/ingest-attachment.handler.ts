@@ -1,7 +1,8 @@
 import { Controller, Inject, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { QueueName, type JobData } from '@portal/contracts';
-import { AttachmentRepository, BLOB_STORE, type BlobStore, type ManifestPatch } from '@portal/dal';
+import { BLOB_STORE, type BlobStore } from '@portal/application';
+import { AttachmentRepository, type ManifestPatch } from '@portal/dal';
 import { addLogContext, inSpan, PortalMetrics, SPAN } from '@portal/observability';
 import { BullMqContext, JOB_OPTIONS, UploadHandOff } from '@portal/queue';
 import { AttachmentEvents } from './attachment-events';

@@ -5,14 +5,8 @@ import type { INestMicroservice } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import sharp from 'sharp';
 import { QueueName, readRedisUrl } from '@portal/contracts';
-import {
-  AttachmentRepository,
-  BLOB_STORE,
-  OrgRepository,
-  UserRepository,
-  detectAttachmentType,
-  type BlobStore,
-} from '@portal/dal';
+import { BLOB_STORE, detectAttachmentType, type BlobStore } from '@portal/application';
+import { AttachmentRepository, OrgRepository, UserRepository } from '@portal/dal';
 import { BullMqClient, createQueueMicroservice, WORKER_OPTIONS } from '@portal/queue';
 import { createLogger, PortalMetrics } from '@portal/observability';
 import { captureLogs, createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';

@@ -1,6 +1,12 @@
 import { AttachmentId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
-import { BLOB_STORE, PictureCopies, PictureRenderError, visionLimitsFor, type BlobStore } from '@portal/dal';
+import {
+  BLOB_STORE,
+  PictureCopies,
+  PictureRenderError,
+  visionLimitsFor,
+  type BlobStore,
+} from '@portal/application';
 import { inSpan, SPAN } from '@portal/observability';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import type { IngestContext } from './ingest.types';

@@ -4,12 +4,10 @@ import { QueueEvents } from 'bullmq';
 import IORedis from 'ioredis';
 import { QueueName, type JobData, readRedisUrl } from '@portal/contracts';
 import { RedisConnections } from '@portal/redis';
+import { CompactionClient, CompactionError, CompactionRequests } from '@portal/application';
 import {
   AgentRepository,
   BlockRepository,
-  CompactionClient,
-  CompactionError,
-  CompactionRequests,
   ConversationRepository,
   OrgRepository,
   ToolResultRepository,
@@ -118,7 +116,6 @@ beforeAll(async () => {
       healthPort: 0,
       logLevel: 'silent',
       shutdownDeadlineMs: 1000,
-      blobStore: 'postgres',
       env: {},
       models: [MODEL, SMALL],
       limits: resolveLimits(),

@@ -1,12 +1,11 @@
 import { Logger } from '@nestjs/common';
 import { UnrecoverableError } from 'bullmq';
 import { QueueName, turnStatusEvents, type JobData, type PortalEvent } from '@portal/contracts';
+import { compactionBlockId, compactionLineId } from '@portal/application';
 import {
   AgentRepository,
   BlockRepository,
   CompactionRepository,
-  compactionBlockId,
-  compactionLineId,
   ConversationRepository,
   PersonRequestRepository,
   TurnLeaseRepository,

@@ -21,8 +21,6 @@ export interface CompactionWorkerConfig extends CommonConfig {
   limits: Limits;
   logLevel: string;
   shutdownDeadlineMs: number;
-  /** BLOB_STORE as set: the DAL opens the store it names. */
-  blobStore: string;
   /** The environment read, for the key variables the catalogue names (`apiKeyEnv`). */
   env: Env;
 }
@@ -37,6 +35,5 @@ export function readConfig(env: Env): CompactionWorkerConfig {
     limits: limitsFromEnv(env),
     logLevel: vars.LOG_LEVEL,
     shutdownDeadlineMs: vars.SHUTDOWN_DEADLINE_MS,
-    blobStore: vars.BLOB_STORE,
   };
 }

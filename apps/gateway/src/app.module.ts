@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { BlobStoreModule } from '@portal/application';
 import { DalModule } from '@portal/dal';
 import { QueueModule } from '@portal/queue';
 import { RedisConnections, RedisModule } from '@portal/redis';
@@ -32,6 +33,7 @@ export class AppModule {
       imports: [
         RedisModule.forRoot(config.redis), // first, so that it closes last
         DalModule.forRoot(config),
+        BlobStoreModule.forRoot(config),
         QueueModule.forRoot(config),
         CoreModule.forRoot(config),
         AgentsModule,

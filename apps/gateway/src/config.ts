@@ -8,7 +8,7 @@ import {
   type CommonConfig,
   type Env,
 } from '@portal/contracts';
-import { readPortalFloor } from '@portal/dal';
+import { readPortalFloor } from '@portal/application';
 import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv, type Limits } from '@portal/prompt';
 import {
@@ -60,7 +60,7 @@ export interface GatewayConfig extends CommonConfig {
   /** The environment read, for the variables the bootstrap file names (an OIDC `clientSecretEnv`). */
   env: Env;
   logLevel: string;
-  /** BLOB_STORE as set: the DAL opens the store it names. */
+  /** BLOB_STORE as set: BlobStoreModule opens the store it names. */
   blobStore: string;
 }
 

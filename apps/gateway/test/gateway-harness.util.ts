@@ -7,13 +7,8 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { cancelChannel, QueueName, type Env, type PortalEvent, readRedisUrl } from '@portal/contracts';
-import {
-  AttachmentRepository,
-  BLOB_STORE,
-  BlockRepository,
-  TurnRepository,
-  type BlobStore,
-} from '@portal/dal';
+import { BLOB_STORE, type BlobStore } from '@portal/application';
+import { AttachmentRepository, BlockRepository, TurnRepository } from '@portal/dal';
 import {
   AttachmentId,
   type AttachmentKind,

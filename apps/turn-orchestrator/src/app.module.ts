@@ -1,5 +1,12 @@
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { BLOB_STORE, CompactionClient, DalModule, PromptInputLoader, type BlobStore } from '@portal/dal';
+import {
+  BLOB_STORE,
+  BlobStoreModule,
+  CompactionClient,
+  PromptInputLoader,
+  type BlobStore,
+} from '@portal/application';
+import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
 import { BullMqClient, ConversationEvents, QueueModule } from '@portal/queue';
 import { RedisConnections, RedisModule } from '@portal/redis';
@@ -33,6 +40,7 @@ export class AppModule implements OnApplicationShutdown {
       imports: [
         RedisModule.forRoot(config.redis), // first, so that it closes last
         DalModule.forRoot(config),
+        BlobStoreModule.forRoot(config),
         QueueModule.forRoot(config),
       ],
       providers: [

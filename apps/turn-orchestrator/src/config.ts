@@ -10,7 +10,7 @@ import {
   type CommonConfig,
   type Env,
 } from '@portal/contracts';
-import { readPortalFloor } from '@portal/dal';
+import { readPortalFloor } from '@portal/application';
 import { loadCatalogue, type ModelEntry } from '@portal/model';
 import { limitsFromEnv, type Limits } from '@portal/prompt';
 
@@ -67,7 +67,7 @@ export interface TurnOrchestratorConfig extends CommonConfig {
   workerId: string;
   logLevel: string;
   shutdownDeadlineMs: number;
-  /** BLOB_STORE as set: the DAL opens the store it names. */
+  /** BLOB_STORE as set: BlobStoreModule opens the store it names. */
   blobStore: string;
   /** The environment read, for the key variables the catalogue names (`apiKeyEnv`). */
   env: Env;

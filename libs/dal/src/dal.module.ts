@@ -6,7 +6,6 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BLOB_STORE, blobStoreFor } from './attachments/blob-store';
 import { createDataSource } from './data-source';
 import { AgentRepository } from './repositories/agent.repository';
 import { AttachmentRepository } from './repositories/attachment.repository';
@@ -39,8 +38,8 @@ export const REPOSITORIES = [
 ] as const;
 
 /**
- * The initialised DataSource, every repository and the BlobStore (`BLOB_STORE`, chosen by the
- * environment variable of the same name), for the apps' dependency injection.
+ * The initialised DataSource and every repository, for the apps' dependency injection. The
+ * BlobStore is `@portal/application`'s BlobStoreModule.
  */
 @Module({})
 export class DalModule implements OnApplicationShutdown {
@@ -50,8 +49,7 @@ export class DalModule implements OnApplicationShutdown {
     if (this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
-  /** `blobStore`: the BLOB_STORE setting, read by the app's config. */
-  static forRoot(config: { databaseUrl: string; blobStore: string }, poolSize = 10): DynamicModule {
+  static forRoot(config: { databaseUrl: string }, poolSize = 10): DynamicModule {
     const { databaseUrl } = config;
     const dataSource: Provider = {
       provide: DataSource,
@@ -62,16 +60,11 @@ export class DalModule implements OnApplicationShutdown {
       useFactory: (ds: DataSource) => new Repository(ds),
       inject: [DataSource],
     }));
-    const blobStore: Provider = {
-      provide: BLOB_STORE,
-      useFactory: (ds: DataSource) => blobStoreFor(config.blobStore, ds),
-      inject: [DataSource],
-    };
     return {
       module: DalModule,
       global: true,
-      providers: [dataSource, ...repositories, blobStore],
-      exports: [DataSource, ...REPOSITORIES, BLOB_STORE],
+      providers: [dataSource, ...repositories],
+      exports: [DataSource, ...REPOSITORIES],
     };
   }
 }

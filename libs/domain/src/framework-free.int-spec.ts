@@ -55,4 +55,13 @@ describe('module boundaries', () => {
     expect(await boundaryErrors('libs/domain/src/probe.ts', code)).toHaveLength(1);
     expect(await boundaryErrors('apps/gateway/src/probe.ts', code)).toEqual([]);
   });
+
+  it('keeps the application lib above the adapters: apps import it, dal and the core do not', async () => {
+    const code = `import { BlobStoreModule } from '@portal/application';\nexport const y = BlobStoreModule;\n`;
+    expect(await boundaryErrors('libs/dal/src/probe.ts', code)).not.toEqual([]);
+    expect(await boundaryErrors('libs/domain/src/probe.ts', code)).not.toEqual([]);
+    expect(await boundaryErrors('apps/gateway/src/probe.ts', code)).toEqual([]);
+    const dal = `import { DalModule } from '@portal/dal';\nexport const y = DalModule;\n`;
+    expect(await boundaryErrors('libs/application/src/probe.ts', dal)).toEqual([]);
+  });
 });

@@ -1,4 +1,4 @@
-import { decodeOptions } from '@portal/dal';
+import { decodeOptions } from '@portal/application';
 import sharp, { type Sharp } from 'sharp';
 import { UnreadableFileError } from './media.errors';
 
@@ -36,7 +36,7 @@ const HEADER_UNREADABLE = 'the picture cannot be decoded: its header is not a va
 
 /**
  * The ingest probe: a picture's format and size from its header, refused above the pixel limit
- * before any pixel is decoded. Rendering (decode options, reduced copies) is @portal/dal's
+ * before any pixel is decoded. Rendering (decode options, reduced copies) is @portal/application's
  * PictureCopies, which the prompt loader also uses.
  */
 export class ImageRepository {

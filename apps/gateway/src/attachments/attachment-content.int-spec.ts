@@ -1,7 +1,8 @@
 import { AttachmentId, OrgId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import sharp from 'sharp';
-import { AttachmentRepository, BLOB_STORE, type BlobStore } from '@portal/dal';
+import { BLOB_STORE, type BlobStore } from '@portal/application';
+import { AttachmentRepository } from '@portal/dal';
 import {
   attachment,
   KEYS,

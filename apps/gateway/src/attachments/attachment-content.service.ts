@@ -1,11 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  AttachmentRepository,
-  BLOB_STORE,
-  PictureCopies,
-  visionLimitsFor,
-  type BlobStore,
-} from '@portal/dal';
+import { BLOB_STORE, PictureCopies, visionLimitsFor, type BlobStore } from '@portal/application';
+import { AttachmentRepository } from '@portal/dal';
 import { AttachmentId, DomainError } from '@portal/domain';
 import type { Principal } from '../common/principal.types';
 import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';

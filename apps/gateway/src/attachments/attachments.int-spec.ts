@@ -9,15 +9,14 @@ import sharp from 'sharp';
 import { QueueName, readRedisUrl } from '@portal/contracts';
 import { createLogger, withLogger } from '@portal/observability';
 import { RedisModule } from '@portal/redis';
+import { BLOB_STORE, BlobStoreModule, type BlobStore } from '@portal/application';
 import {
   AgentRepository,
   AttachmentRepository,
-  BLOB_STORE,
   ConversationRepository,
   DalModule,
   OrgRepository,
   UserRepository,
-  type BlobStore,
 } from '@portal/dal';
 import { BullMqClient, QueueModule, UploadHandOff } from '@portal/queue';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
@@ -75,7 +74,8 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
   @Module({
     imports: [
       RedisModule.forRoot({ url: redisUrl }),
-      DalModule.forRoot({ databaseUrl: db.url, blobStore: 'postgres' }, 2),
+      DalModule.forRoot({ databaseUrl: db.url }, 2),
+      BlobStoreModule.forRoot({ blobStore: 'postgres' }),
       QueueModule.forRoot({ prefix }),
       AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs, catalogue: [] }),
     ],

@@ -5,9 +5,9 @@ import { AttachmentsController } from './attachments.controller';
 import { AttachmentsService } from './attachments.service';
 
 /**
- * `POST /v1/attachments`, `GET /v1/attachments/:id` and its content. Needs the DalModule and
- * QueueModule (global), the gateway's AuthGuard (APP_GUARD) and ApiErrorFilter (APP_FILTER), and
- * @fastify/multipart registered on the Fastify instance (createGatewayApp does).
+ * `POST /v1/attachments`, `GET /v1/attachments/:id` and its content. Needs the DalModule,
+ * BlobStoreModule and QueueModule (global), the gateway's AuthGuard (APP_GUARD) and ApiErrorFilter
+ * (APP_FILTER), and @fastify/multipart registered on the Fastify instance (createGatewayApp does).
  */
 @Module({})
 export class AttachmentsModule {

@@ -4,13 +4,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { lastValueFrom } from 'rxjs';
 import { QueueName } from '@portal/contracts';
-import {
-  AttachmentRepository,
-  BLOB_STORE,
-  detectAttachmentType,
-  type BlobKey,
-  type BlobStore,
-} from '@portal/dal';
+import { BLOB_STORE, detectAttachmentType, type BlobKey, type BlobStore } from '@portal/application';
+import { AttachmentRepository } from '@portal/dal';
 import { AttachmentId, type AttachmentManifest, ConversationId, DomainError } from '@portal/domain';
 import { cutText } from '@portal/prompt';
 import { BullMqClient, JobRecord, UploadHandOff } from '@portal/queue';

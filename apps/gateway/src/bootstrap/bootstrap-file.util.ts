@@ -34,7 +34,7 @@ const orgSchema = z.strictObject({
 
 /** API.md "Bootstrap file". */
 export const bootstrapFileSchema = z.strictObject({
-  /** Read for the prompt by `readPortalFloor` (@portal/dal); validated here with the rest. */
+  /** Read for the prompt by `readPortalFloor` (@portal/application); validated here with the rest. */
   portalFloor: z
     .string()
     .refine((s) => s.trim() !== '', 'must be non-empty text')

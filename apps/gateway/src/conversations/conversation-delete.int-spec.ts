@@ -4,14 +4,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { conversationEventsKey } from '@portal/contracts';
-import {
-  AttachmentRepository,
-  BLOB_STORE,
-  BlockRepository,
-  ToolResultRepository,
-  UsageRepository,
-  type BlobStore,
-} from '@portal/dal';
+import { BLOB_STORE, type BlobStore } from '@portal/application';
+import { AttachmentRepository, BlockRepository, ToolResultRepository, UsageRepository } from '@portal/dal';
 import {
   attachment,
   cancelListener,

@@ -1,11 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BLOB_STORE, type BlobStore } from '@portal/application';
 import {
-  BLOB_STORE,
   BlockRepository,
   ConversationRepository,
   TurnRepository,
   UsageRepository,
-  type BlobStore,
   type UsageTotals,
 } from '@portal/dal';
 import { type AgentId, AttachmentId, type ConversationId, DomainError, type Turn } from '@portal/domain';

@@ -1,15 +1,16 @@
 import type { TurnId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { CompactionRequests, type Conversation, type ManualCompactionInput } from '@portal/dal';
+import { CompactionRequests, type ManualCompactionInput } from '@portal/application';
+import { type Conversation } from '@portal/dal';
 import { BullMqClient, ConversationEvents } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
 import { MetricsService } from '../metrics/metrics.service';
 
 /**
- * A message that is `/compact` (SPEC 5.1 manual compaction). `CompactionRequests` (@portal/dal)
- * holds the refusals of SPEC 5.3 (`compact_refused`, naming the rule) and opens the compaction
- * turn, publishes it and enqueues the `compact` job the compaction-worker runs.
+ * A message that is `/compact` (SPEC 5.1 manual compaction). `CompactionRequests`
+ * (@portal/application) holds the refusals of SPEC 5.3 (`compact_refused`, naming the rule) and
+ * opens the compaction turn, publishes it and enqueues the `compact` job the compaction-worker runs.
  */
 @Injectable()
 export class CompactionRequestService {

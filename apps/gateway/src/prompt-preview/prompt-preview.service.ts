@@ -1,7 +1,7 @@
 import type { ConversationId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { BLOB_STORE, PromptInputLoader, type BlobStore } from '@portal/dal';
+import { BLOB_STORE, PromptInputLoader, type BlobStore } from '@portal/application';
 import { assemblePrompt, type LayerReport } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';

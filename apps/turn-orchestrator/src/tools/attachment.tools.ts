@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  AttachmentRepository,
   AttachmentToolsService,
   type ReadDocumentArgs,
   type SearchAttachmentsArgs,
-} from '@portal/dal';
+} from '@portal/application';
+import { AttachmentRepository } from '@portal/dal';
 import type { ToolArgs, ToolContext, ToolExecutor, ToolRun } from './tool.types';
 
 /** `read_document` and `search_attachments`, scoped to the calling turn's conversation. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { CompactionClient, CompactionError, type TurnPromptInput } from '@portal/dal';
+import { CompactionClient, CompactionError, type TurnPromptInput } from '@portal/application';
 import { isCompactionDue, type AssembledPrompt } from '@portal/prompt';
 import { CONFIG } from '../config.token';
 import type { TurnOrchestratorConfig } from '../config';

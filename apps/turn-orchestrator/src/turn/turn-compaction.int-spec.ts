@@ -1,12 +1,7 @@
 import type { INestMicroservice } from '@nestjs/common';
 import { QueueName } from '@portal/contracts';
-import {
-  AgentRepository,
-  compactionJobId,
-  ConversationRepository,
-  MANUAL_REQUEST_ID,
-  TurnRepository,
-} from '@portal/dal';
+import { compactionJobId, MANUAL_REQUEST_ID } from '@portal/application';
+import { AgentRepository, ConversationRepository, TurnRepository } from '@portal/dal';
 import { AgentId, checkTurn, type CompactionBlock, ConversationId } from '@portal/domain';
 import { findModel, priceUsage } from '@portal/model';
 import { BullMqClient, createQueueMicroservice } from '@portal/queue';

@@ -7,7 +7,8 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { QueueName } from '@portal/contracts';
-import { compactionJobId, MANUAL_REQUEST_ID, TurnLeaseRepository, TurnRepository } from '@portal/dal';
+import { compactionJobId, MANUAL_REQUEST_ID } from '@portal/application';
+import { TurnLeaseRepository, TurnRepository } from '@portal/dal';
 import { BullMqClient, JobRecord } from '@portal/queue';
 import { lastValueFrom } from 'rxjs';
 import { CONFIG } from '../config.token';

@@ -1,6 +1,7 @@
 import { Worker } from 'bullmq';
 import { QueueName } from '@portal/contracts';
-import { ConversationRepository, PromptInputLoader, TurnEntity, TurnLeaseRepository } from '@portal/dal';
+import { PromptInputLoader } from '@portal/application';
+import { ConversationRepository, TurnEntity, TurnLeaseRepository } from '@portal/dal';
 import { checkTurn, ConversationId, type TextBlock, TurnId } from '@portal/domain';
 import { lastValueFrom } from 'rxjs';
 import { BullMqClient, JOB_OPTIONS, JobRecord, queueKeyPrefix } from '@portal/queue';

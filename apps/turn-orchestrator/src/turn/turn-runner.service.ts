@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { JobData } from '@portal/contracts';
-import {
-  PromptInputLoader,
-  ToolResultRepository,
-  TurnLeaseRepository,
-  TurnRepository,
-  type PromptInputOptions,
-  type TurnPromptInput,
-} from '@portal/dal';
+import { PromptInputLoader, type PromptInputOptions, type TurnPromptInput } from '@portal/application';
+import { ToolResultRepository, TurnLeaseRepository, TurnRepository } from '@portal/dal';
 import {
   type ApprovalRequestBlock,
   DomainError,

@@ -1,4 +1,1 @@
-export * from './compaction-ids.util';
 export * from './compaction.repository';
-export * from './compaction-requests.service';
-export * from './compaction-client.service';

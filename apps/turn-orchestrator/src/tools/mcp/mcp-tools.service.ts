@@ -1,13 +1,13 @@
 import type { OrgId } from '@portal/domain';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { type TurnPromptInput } from '@portal/application';
 import {
   TurnRepository,
   type Agent,
   type AgentMcpServer,
   type McpOfferedTool,
   type McpToolSnapshot,
-  type TurnPromptInput,
 } from '@portal/dal';
 import { BUILTIN_TOOL_NAMES, mcpToolName } from '@portal/prompt';
 import { PortalMetrics } from '@portal/observability';

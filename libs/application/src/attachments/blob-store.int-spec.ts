@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { createScratchDatabase, type ScratchDatabase } from '../data-source';
+import { createScratchDatabase, type ScratchDatabase } from '@portal/dal';
 import { blobStoreFor, FileBlobStore, PostgresBlobStore, type BlobKey, type BlobStore } from './blob-store';
 
 const ACME = OrgId('acme');

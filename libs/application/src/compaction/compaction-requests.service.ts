@@ -11,11 +11,8 @@ import { parseLeadingSlugs } from '@portal/prompt';
 import { QueueName } from '@portal/contracts';
 import { JobRecord, type BullMqClient, type ConversationEvents } from '@portal/queue';
 import { lastValueFrom } from 'rxjs';
-import { type Db } from '../db.util';
-import { DalError } from '../errors';
-import { TurnRepository } from '../repositories/turn.repository';
+import { CompactionRepository, DalError, TurnRepository, type Db } from '@portal/dal';
 import { compactionJobId, MANUAL_REQUEST_ID } from './compaction-ids.util';
-import { CompactionRepository } from './compaction.repository';
 
 export interface ManualCompactionInput {
   conversationId: ConversationId;

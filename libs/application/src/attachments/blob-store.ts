@@ -3,8 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import type { EntityManager } from 'typeorm';
-import { type Db, isUuid, managerOf, runSql } from '../db.util';
-import type { BlobVariant } from '../records.types';
+import { type BlobVariant, type Db, isUuid, managerOf, runSql } from '@portal/dal';
 import { readByteaByCopy } from './bytea-copy.util';
 
 /** One stored copy of an attachment; every key is scoped by its org. */
@@ -29,7 +28,7 @@ export interface BlobStore {
   removeAll(key: Omit<BlobKey, 'variant'>): Promise<void>;
 }
 
-/** Injection token of the apps' BlobStore (see DalModule). */
+/** Injection token of the apps' BlobStore (see BlobStoreModule). */
 export const BLOB_STORE = Symbol('BLOB_STORE');
 
 function checkPut(key: BlobKey): void {

@@ -1,5 +1,5 @@
 import { AttachmentId, type AttachmentManifest, type ConversationId, type OrgId } from '@portal/domain';
-import type { AttachmentRepository } from '../repositories/attachment.repository';
+import type { AttachmentRepository } from '@portal/dal';
 
 /** The model's attachment tools, over the attachments of one conversation only. */
 export interface AttachmentToolScope {

@@ -5,8 +5,7 @@ import type { CompactionBlock, OrgId, TurnId } from '@portal/domain';
 import { JobRecord, queueKeyPrefix, type BullMqClient } from '@portal/queue';
 import type { RedisConnections } from '@portal/redis';
 import { lastValueFrom } from 'rxjs';
-import type { Db } from '../db.util';
-import { BlockRepository } from '../repositories/block.repository';
+import { BlockRepository, type Db } from '@portal/dal';
 import { compactionBlockId, compactionJobId } from './compaction-ids.util';
 
 export interface CompactionClientOptions {

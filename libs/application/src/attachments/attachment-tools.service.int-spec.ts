@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { AttachmentId, type AttachmentKind, OrgId, UserId } from '@portal/domain';
-import { AttachmentRepository, type ManifestPatch } from '../repositories/attachment.repository';
-import { TurnRepository } from '../repositories/turn.repository';
-import { newConversation, seedOrg } from '../testing/dal.fixtures';
-import { sourcePage } from '../testing/source-pages.util';
-import { createScratchDatabase, type ScratchDatabase } from '../data-source';
+import {
+  AttachmentRepository,
+  createScratchDatabase,
+  TurnRepository,
+  type ManifestPatch,
+  type ScratchDatabase,
+} from '@portal/dal';
+import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import { AttachmentToolsService, type AttachmentToolScope } from './attachment-tools.service';
 
 const ACME = OrgId('acme');
@@ -51,7 +54,7 @@ async function attachment(
 }
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
+  db = await createScratchDatabase({ label: 'application_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   repo = new AttachmentRepository(ds);
   tools = new AttachmentToolsService(repo, { readChars: 1000, searchResults: 5 });

@@ -16,16 +16,20 @@ import type { ModelEntry } from '@portal/model';
 import { assemblePrompt, resolveLimits } from '@portal/prompt';
 import sharp from 'sharp';
 import type { DataSource } from 'typeorm';
+import {
+  AgentRepository,
+  AttachmentRepository,
+  BlockRepository,
+  createDataSource,
+  createScratchDatabase,
+  SkillRepository,
+  TurnRepository,
+  type ScratchDatabase,
+  type SkillInput,
+} from '@portal/dal';
+import { answer, newConversation, QueryLog, seedOrg, settledTurn } from '@portal/dal/testing';
 import { FileBlobStore } from '../attachments/blob-store';
 import { reducedVariant } from '../attachments/picture-copies';
-import { createDataSource } from '../data-source';
-import { AgentRepository } from '../repositories/agent.repository';
-import { AttachmentRepository } from '../repositories/attachment.repository';
-import { BlockRepository } from '../repositories/block.repository';
-import { SkillRepository, type SkillInput } from '../repositories/skill.repository';
-import { TurnRepository } from '../repositories/turn.repository';
-import { answer, newConversation, QueryLog, seedOrg, settledTurn } from '../testing/dal.fixtures';
-import { createScratchDatabase, type ScratchDatabase } from '../data-source';
 import { DEFAULT_PORTAL_FLOOR, readPortalFloor } from './portal-floor.util';
 import { PromptInputLoader, type PromptInputOptions } from './prompt-input.loader';
 
@@ -72,7 +76,7 @@ const blobs = new FileBlobStore(blobDir);
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
+  db = await createScratchDatabase({ label: 'application_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   loader = new PromptInputLoader(ds, blobs);
   await seedOrg(ds, ORG);

@@ -18,15 +18,20 @@ import {
   type Limits,
   type UserSegment,
 } from '@portal/prompt';
+import {
+  AttachmentRepository,
+  BlockRepository,
+  ConversationRepository,
+  SkillRepository,
+  WindowRepository,
+  type Agent,
+  type Conversation,
+  type Db,
+  type McpToolSnapshot,
+  type Skill,
+} from '@portal/dal';
 import type { BlobStore } from '../attachments/blob-store';
 import { PictureCopies } from '../attachments/picture-copies';
-import type { Db } from '../db.util';
-import type { Agent, Conversation, McpToolSnapshot, Skill } from '../records.types';
-import { AttachmentRepository } from '../repositories/attachment.repository';
-import { BlockRepository } from '../repositories/block.repository';
-import { ConversationRepository } from '../repositories/conversation.repository';
-import { SkillRepository } from '../repositories/skill.repository';
-import { WindowRepository } from '../repositories/window.repository';
 
 export interface PromptInputOptions {
   /** Layer 1's first part (portal configuration). */

@@ -1,7 +1,7 @@
 import type { AttachmentId, OrgId } from '@portal/domain';
 import type { ModelVision } from '@portal/model';
 import type { Sharp, SharpOptions } from 'sharp';
-import type { BlobVariant } from '../records.types';
+import type { BlobVariant } from '@portal/dal';
 import type { BlobStore } from './blob-store';
 
 /**

@@ -5,12 +5,14 @@ import { QueueName, readRedisUrl } from '@portal/contracts';
 import { type CompactionBlock, ConversationId, isDomainError, OrgId } from '@portal/domain';
 import { BullMqClient, ConversationEvents } from '@portal/queue';
 import { RedisConnections } from '@portal/redis';
-import { BlockRepository } from '../repositories/block.repository';
-import { TurnLeaseRepository } from '../repositories/turn-lease.repository';
-import { TurnRepository } from '../repositories/turn.repository';
-import { answer, newConversation, seedOrg, settledTurn } from '../testing/dal.fixtures';
-// dal's own copy of @portal/testing's createTestDatabase (that library depends on dal).
-import { createScratchDatabase, type ScratchDatabase } from '../data-source';
+import {
+  BlockRepository,
+  createScratchDatabase,
+  TurnLeaseRepository,
+  TurnRepository,
+  type ScratchDatabase,
+} from '@portal/dal';
+import { answer, newConversation, seedOrg, settledTurn } from '@portal/dal/testing';
 import { CompactionRequests } from './compaction-requests.service';
 import { compactionJobId } from './compaction-ids.util';
 
@@ -27,7 +29,7 @@ const redis = new IORedis(redisUrl);
 const connections = new RedisConnections({ url: redisUrl });
 
 beforeAll(async () => {
-  db = await createScratchDatabase({ label: 'dal_test', serverUrl: process.env['DATABASE_URL'] });
+  db = await createScratchDatabase({ label: 'application_test', serverUrl: process.env['DATABASE_URL'] });
   ds = db.dataSource;
   await seedOrg(ds, ORG);
   queues = new BullMqClient({ redis: connections, prefix });

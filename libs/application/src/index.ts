@@ -1,0 +1,3 @@
+export * from './attachments';
+export * from './compaction';
+export * from './prompt-input';
