@@ -586,6 +586,7 @@ describe('the attachment-ingest app', () => {
     const app = await createQueueMicroservice(
       AppModule.forRoot({
         databaseUrl: db.url,
+        databasePoolSize: 4,
         redis: { url: redisUrl },
         prefix,
         eventRetentionMs: 3_600_000,

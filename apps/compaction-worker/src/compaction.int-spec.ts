@@ -110,6 +110,7 @@ beforeAll(async () => {
   app = await createQueueMicroservice(
     AppModule.forRoot({
       databaseUrl: db.url,
+      databasePoolSize: 4,
       redis: { url: redisUrl },
       eventRetentionMs: 3_600_000,
       prefix,

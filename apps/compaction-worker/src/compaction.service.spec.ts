@@ -1,11 +1,10 @@
 import { UnrecoverableError, type Job } from 'bullmq';
+import { compactionBlockId, compactionLineId } from '@portal/application';
 import type { JobData } from '@portal/contracts';
 import {
   AgentRepository,
   BlockRepository,
   CompactionRepository,
-  compactionBlockId,
-  compactionLineId,
   ConversationRepository,
   PersonRequestRepository,
   TurnLeaseRepository,

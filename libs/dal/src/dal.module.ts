@@ -49,8 +49,9 @@ export class DalModule implements OnApplicationShutdown {
     if (this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
-  static forRoot(config: { databaseUrl: string }, poolSize = 10): DynamicModule {
-    const { databaseUrl } = config;
+  /** `databasePoolSize`: DATABASE_POOL_SIZE, read by the app's config. */
+  static forRoot(config: { databaseUrl: string; databasePoolSize: number }): DynamicModule {
+    const { databaseUrl, databasePoolSize: poolSize } = config;
     const dataSource: Provider = {
       provide: DataSource,
       useFactory: () => createDataSource(databaseUrl, { extra: { max: poolSize } }).initialize(),

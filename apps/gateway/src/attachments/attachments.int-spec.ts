@@ -74,7 +74,7 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
   @Module({
     imports: [
       RedisModule.forRoot({ url: redisUrl }),
-      DalModule.forRoot({ databaseUrl: db.url }, 2),
+      DalModule.forRoot({ databaseUrl: db.url, databasePoolSize: 2 }),
       BlobStoreModule.forRoot({ blobStore: 'postgres' }),
       QueueModule.forRoot({ prefix }),
       AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs, catalogue: [] }),

@@ -1,11 +1,6 @@
 import { Logger } from '@nestjs/common';
-import {
-  PromptInputLoader,
-  ToolResultRepository,
-  TurnLeaseRepository,
-  TurnRepository,
-  type TurnPromptInput,
-} from '@portal/dal';
+import { PromptInputLoader, type TurnPromptInput } from '@portal/application';
+import { ToolResultRepository, TurnLeaseRepository, TurnRepository } from '@portal/dal';
 import {
   ConversationId,
   OrgId,

@@ -8,6 +8,11 @@ export const storesEnv = {
     'postgres:',
     'postgresql:',
   ]),
+  DATABASE_POOL_SIZE: envVar.int(
+    "Postgres connections each process may hold open: no statement waits for one under a full load of turns, and Postgres, with two cores here, runs no more than a few at once (docs/benchmarks.md)",
+    10,
+    { min: 1, max: 100 },
+  ),
   REDIS_URL: envVar.url('Redis: queues, events, sessions', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
   REDIS_CLUSTER_NODES: envVar.hostPorts(
     'Seed nodes of a Redis Cluster as `host:port`, comma separated: turns cluster mode on and REDIS_URL is then not read; unset: one server at REDIS_URL',
@@ -98,6 +103,8 @@ export type RedisTarget = { url: string } | { clusterNodes: { host: string; port
 /** What every service reads: where Postgres and Redis are and the Redis key prefix. */
 export interface CommonConfig {
   databaseUrl: string;
+  /** Connections of the process's Postgres pool (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
   redis: RedisTarget;
   prefix: string;
   /** How long a conversation's events stay replayable for `Last-Event-ID` (EVENT_RETENTION). */
@@ -110,6 +117,7 @@ const storesSchema = z.object(storesEnv);
 export function commonConfigOf(vars: z.output<typeof storesSchema>): CommonConfig {
   return {
     databaseUrl: vars.DATABASE_URL,
+    databasePoolSize: vars.DATABASE_POOL_SIZE,
     redis: vars.REDIS_CLUSTER_NODES.length
       ? { clusterNodes: vars.REDIS_CLUSTER_NODES }
       : { url: vars.REDIS_URL },

@@ -7,6 +7,7 @@ describe('readCommonConfig', () => {
   it('uses the documented defaults', () => {
     expect(readCommonConfig({})).toEqual({
       databaseUrl: 'postgres://postgres@127.0.0.1:5432/portal',
+      databasePoolSize: 10,
       redis: { url: 'redis://127.0.0.1:6379' },
       prefix: 'portal',
       eventRetentionMs: 24 * 60 * 60 * 1000,
@@ -16,6 +17,7 @@ describe('readCommonConfig', () => {
   it.each([
     ['DATABASE_URL', 'not a url'],
     ['DATABASE_URL', 'mysql://x/y'],
+    ['DATABASE_POOL_SIZE', '0'],
     ['REDIS_URL', 'http://127.0.0.1:6379'],
     ['PORTAL_PREFIX', 'has:colon'],
     ['EVENT_RETENTION', 'forever'],
