@@ -5,8 +5,7 @@ import { performance } from 'node:perf_hooks';
 import IORedis from 'ioredis';
 import { Client } from 'pg';
 import { conversationEventsKey, readRedisUrl } from '@portal/contracts';
-import { ConversationEvents } from '@portal/queue';
-import { RedisConnections } from '@portal/redis';
+import { RedisConnections, ConversationEvents } from '@portal/redis';
 import {
   ApiClient,
   e2eModels,

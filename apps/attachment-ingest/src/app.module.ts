@@ -1,8 +1,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { BlobStoreModule } from '@portal/application';
 import { DalModule } from '@portal/dal';
-import { ConversationEvents, QueueModule } from '@portal/queue';
-import { RedisConnections, RedisModule } from '@portal/redis';
+import { QueueModule } from '@portal/queue';
+import { RedisConnections, RedisModule, ConversationEvents } from '@portal/redis';
 import { AttachmentEvents } from './attachment-events';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import { DocumentIngestService } from './document-ingest.service';

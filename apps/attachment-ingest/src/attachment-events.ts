@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { AttachmentManifest, ConversationId } from '@portal/domain';
-import type { ConversationEvents } from '@portal/queue';
+import type { ConversationEvents } from '@portal/redis';
 
 /**
  * `attachment_progress` on the conversation's event stream, with the manifest as it now is.

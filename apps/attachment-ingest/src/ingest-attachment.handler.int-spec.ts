@@ -9,15 +9,16 @@ import {
   reducedVariant,
   detectAttachmentType,
   type BlobStore,
+  UploadHandOff,
 } from '@portal/application';
 import { AttachmentRepository, type BlobVariant } from '@portal/dal';
 import { newConversation, seedOrg, sourcePage } from '@portal/dal/testing';
 import { AttachmentId, type AttachmentManifest, ConversationId, OrgId, UserId } from '@portal/domain';
 import type { ModelEntry } from '@portal/model';
 import { QueueName, type PortalEvent, readRedisUrl } from '@portal/contracts';
-import { BullMqClient, ConversationEvents, createQueueMicroservice, UploadHandOff } from '@portal/queue';
+import { BullMqClient, createQueueMicroservice } from '@portal/queue';
 import { PortalMetrics } from '@portal/observability';
-import { RedisConnections } from '@portal/redis';
+import { RedisConnections, ConversationEvents } from '@portal/redis';
 import { createTestDatabase, deleteRedisPrefix, jobContext, type TestDatabase } from '@portal/testing';
 import { lastValueFrom } from 'rxjs';
 import { AppModule } from './app.module';

@@ -1,10 +1,10 @@
 import { Controller, Inject, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { QueueName, type JobData } from '@portal/contracts';
-import { BLOB_STORE, type BlobStore } from '@portal/application';
+import { BLOB_STORE, type BlobStore, UploadHandOff } from '@portal/application';
 import { AttachmentRepository, type ManifestPatch } from '@portal/dal';
 import { addLogContext, inSpan, PortalMetrics, SPAN } from '@portal/observability';
-import { BullMqContext, JOB_OPTIONS, UploadHandOff } from '@portal/queue';
+import { BullMqContext, JOB_OPTIONS } from '@portal/queue';
 import { AttachmentEvents } from './attachment-events';
 import { DocumentIngestService } from './document-ingest.service';
 import type { IngestContext } from './ingest.types';

@@ -2,9 +2,9 @@ import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } 
 import { DataSource } from 'typeorm';
 import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
-import { ConversationEvents, QueueModule } from '@portal/queue';
+import { QueueModule } from '@portal/queue';
 import { observeModelCall, PortalMetrics } from '@portal/observability';
-import { RedisConnections, RedisModule } from '@portal/redis';
+import { RedisConnections, RedisModule, ConversationEvents } from '@portal/redis';
 import { CompactHandler } from './compact.handler';
 import { CompactionService } from './compaction.service';
 import type { CompactionWorkerConfig } from './config';

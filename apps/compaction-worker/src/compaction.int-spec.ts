@@ -3,7 +3,7 @@ import type { INestMicroservice } from '@nestjs/common';
 import { QueueEvents } from 'bullmq';
 import IORedis from 'ioredis';
 import { QueueName, type JobData, readRedisUrl } from '@portal/contracts';
-import { RedisConnections } from '@portal/redis';
+import { RedisConnections, ConversationEvents } from '@portal/redis';
 import { CompactionClient, CompactionError, CompactionRequests } from '@portal/application';
 import {
   AgentRepository,
@@ -40,7 +40,7 @@ import {
   textTokens,
   type ChatRequest,
 } from '@portal/prompt';
-import { BullMqClient, ConversationEvents, createQueueMicroservice, queueKeyPrefix } from '@portal/queue';
+import { BullMqClient, createQueueMicroservice, queueKeyPrefix } from '@portal/queue';
 import {
   createTestDatabase,
   deleteRedisPrefix,

@@ -27,7 +27,8 @@ import {
 import { assistant, compaction, makeTurn, text, user, type MessageDraft } from '@portal/domain/testing';
 import { BrokenStreamError, ModelClientFactory, type ModelStreamEvent } from '@portal/model';
 import { resolveLimits } from '@portal/prompt';
-import { BullMqContext, ConversationEvents } from '@portal/queue';
+import { BullMqContext } from '@portal/queue';
+import { ConversationEvents } from '@portal/redis';
 import { conversationRecord, modelEntry, newTestService, turnRecord } from '@portal/testing/unit';
 import { CompactionService } from './compaction.service';
 

@@ -45,7 +45,8 @@ import {
   type Limits,
 } from '@portal/prompt';
 import { addLogContext, inSpan, SPAN } from '@portal/observability';
-import { JOB_OPTIONS, type BullMqContext, type ConversationEvents } from '@portal/queue';
+import { JOB_OPTIONS, type BullMqContext } from '@portal/queue';
+import type { ConversationEvents } from '@portal/redis';
 
 export interface CompactionServiceDeps {
   db: Db;

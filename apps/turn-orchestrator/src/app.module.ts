@@ -8,8 +8,8 @@ import {
 } from '@portal/application';
 import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
-import { BullMqClient, ConversationEvents, QueueModule } from '@portal/queue';
-import { RedisConnections, RedisModule } from '@portal/redis';
+import { BullMqClient, QueueModule } from '@portal/queue';
+import { RedisConnections, RedisModule, ConversationEvents } from '@portal/redis';
 import { DataSource } from 'typeorm';
 import type { TurnOrchestratorConfig } from './config';
 import { CONFIG } from './config.token';

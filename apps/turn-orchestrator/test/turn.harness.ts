@@ -27,7 +27,8 @@ import {
   TurnId,
   UserId,
 } from '@portal/domain';
-import { ConversationEvents, createQueueMicroservice } from '@portal/queue';
+import { createQueueMicroservice } from '@portal/queue';
+import { ConversationEvents } from '@portal/redis';
 import {
   createTestDatabase,
   deleteRedisPrefix,

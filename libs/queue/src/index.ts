@@ -4,8 +4,4 @@ export * from './bullmq.context';
 export * from './bullmq.server';
 export * from './job-error.filter';
 export * from './queue.module';
-export * from './conversation-events';
-export * from './upload-handoff';
 export * from './worker-boot';
-export * from './conversation-event-reader';
-export * from './stream-id.util';

@@ -3,12 +3,11 @@ import { RedisConnections } from '@portal/redis';
 import { BullMqClient } from './bullmq.client';
 import { QUEUE_CONNECTION, type QueueConnectionOptions } from './job-options';
 import { PortalMetrics } from '@portal/observability';
-import { UploadHandOff } from './upload-handoff';
 
 /**
- * The queue side of every service: the BullMQ client producers emit jobs with, the metrics, the
- * upload hand-off, and the connection options a worker's transport server reads. On the
- * connections of `RedisModule`, which the app imports.
+ * The queue side of every service: the BullMQ client producers emit jobs with, the metrics, and
+ * the connection options a worker's transport server reads. On the connections of `RedisModule`,
+ * which the app imports.
  */
 @Module({})
 export class QueueModule {
@@ -31,13 +30,8 @@ export class QueueModule {
           useFactory: (connection: QueueConnectionOptions) => new BullMqClient(connection),
           inject: [QUEUE_CONNECTION],
         },
-        {
-          provide: UploadHandOff,
-          useFactory: (redis: RedisConnections) => new UploadHandOff(redis, options.prefix),
-          inject: [RedisConnections],
-        },
       ],
-      exports: [QUEUE_CONNECTION, BullMqClient, PortalMetrics, UploadHandOff],
+      exports: [QUEUE_CONNECTION, BullMqClient, PortalMetrics],
     };
   }
 }

@@ -1,4 +1,4 @@
-import { AttachmentId, ConversationId, OrgId, TurnId } from '@portal/domain';
+import { ConversationId, OrgId, TurnId } from '@portal/domain';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import {
@@ -11,17 +11,14 @@ import {
 import { Controller, Module } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
+import { BullMqClient, createQueueMicroservice, JobRecord, QueueModule, queueKeyPrefix } from '@portal/queue';
 import {
-  BullMqClient,
+  RedisConnections,
+  RedisModule,
+  type RedisClient,
   ConversationEventReader,
   ConversationEvents,
-  createQueueMicroservice,
-  JobRecord,
-  QueueModule,
-  UploadHandOff,
-  queueKeyPrefix,
-} from '@portal/queue';
-import { RedisConnections, RedisModule, type RedisClient } from '@portal/redis';
+} from '@portal/redis';
 import { startOwnRedisCluster, type OwnRedisCluster } from './chaos/chaos-infra.util';
 import { redisMasters } from './redis.util';
 
@@ -161,13 +158,8 @@ describe('on a Redis Cluster', () => {
     }
   });
 
-  it('hands an upload off and carries the cancel signal to a subscriber', async () => {
-    const handoff = new UploadHandOff(redis, prefix);
-    const key = { orgId: OrgId('acme'), attachmentId: AttachmentId(randomUUID()) };
-    const bytes = randomBytes(200_000);
-    expect(await handoff.put(key, bytes, 60_000)).toBe(true);
-    expect((await handoff.take(key))?.equals(bytes)).toBe(true);
-
+  // The upload hand-off on a cluster: libs/application/src/attachments/upload-handoff.int-spec.ts.
+  it('carries the cancel signal to a subscriber', async () => {
     const subscriber = redis.dedicated('subscriber');
     await subscriber.connect();
     await subscriber.subscribe(cancelChannel(prefix));

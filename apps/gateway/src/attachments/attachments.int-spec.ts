@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { QueueName, readRedisUrl } from '@portal/contracts';
 import { createLogger, withLogger } from '@portal/observability';
 import { RedisModule } from '@portal/redis';
-import { BLOB_STORE, BlobStoreModule, type BlobStore } from '@portal/application';
+import { BLOB_STORE, BlobStoreModule, type BlobStore, UploadHandOff } from '@portal/application';
 import {
   AgentRepository,
   AttachmentRepository,
@@ -18,7 +18,7 @@ import {
   OrgRepository,
   UserRepository,
 } from '@portal/dal';
-import { BullMqClient, QueueModule, UploadHandOff } from '@portal/queue';
+import { BullMqClient, QueueModule } from '@portal/queue';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import { ApiErrorFilter } from '../common/api-error.filter';
 import { Authenticator } from '../auth/authenticator.service';
@@ -75,7 +75,7 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
     imports: [
       RedisModule.forRoot({ url: redisUrl }),
       DalModule.forRoot({ databaseUrl: db.url, databasePoolSize: 2 }),
-      BlobStoreModule.forRoot({ blobStore: 'postgres' }),
+      BlobStoreModule.forRoot({ blobStore: 'postgres', prefix }),
       QueueModule.forRoot({ prefix }),
       AttachmentsModule.forRoot({ maxBytes: MAX_BYTES, handoffTtlMs, catalogue: [] }),
     ],

@@ -4,11 +4,17 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { lastValueFrom } from 'rxjs';
 import { QueueName } from '@portal/contracts';
-import { BLOB_STORE, detectAttachmentType, type BlobKey, type BlobStore } from '@portal/application';
+import {
+  BLOB_STORE,
+  detectAttachmentType,
+  type BlobKey,
+  type BlobStore,
+  UploadHandOff,
+} from '@portal/application';
 import { AttachmentRepository } from '@portal/dal';
 import { AttachmentId, type AttachmentManifest, ConversationId, DomainError } from '@portal/domain';
 import { cutText } from '@portal/prompt';
-import { BullMqClient, JobRecord, UploadHandOff } from '@portal/queue';
+import { BullMqClient, JobRecord } from '@portal/queue';
 import type { Principal } from '../common/principal.types';
 import { ATTACHMENTS_CONFIG, type AttachmentsConfig } from './attachments.config';
 

@@ -1,6 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { ConversationEvents } from '@portal/queue';
-import { RedisConnections } from '@portal/redis';
+import { RedisConnections, ConversationEvents } from '@portal/redis';
 import { OwnershipService } from '../common/ownership.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { MetricsService } from '../metrics/metrics.service';

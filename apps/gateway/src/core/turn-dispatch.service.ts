@@ -2,8 +2,8 @@ import type { ConversationId, OrgId, TurnId } from '@portal/domain';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { cancelChannel, QueueName, type PortalEvent } from '@portal/contracts';
-import { BullMqClient, ConversationEvents, JobRecord } from '@portal/queue';
-import { RedisConnections, type RedisClient } from '@portal/redis';
+import { BullMqClient, JobRecord } from '@portal/queue';
+import { RedisConnections, type RedisClient, ConversationEvents } from '@portal/redis';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 
 /**

@@ -1,7 +1,7 @@
 import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ConversationId, DomainError } from '@portal/domain';
-import { ConversationEvents } from '@portal/queue';
+import { ConversationEvents } from '@portal/redis';
 import { Caller } from '../common/auth.decorator';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';

@@ -2,8 +2,7 @@ import { ConversationId } from '@portal/domain';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { PortalEvent } from '@portal/contracts';
-import { ConversationEvents } from '@portal/queue';
-import { RedisConnections } from '@portal/redis';
+import { RedisConnections, ConversationEvents } from '@portal/redis';
 import {
   KEYS,
   newConversation,

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ConversationEventReader } from '@portal/queue';
-import { RedisConnections } from '@portal/redis';
+import { RedisConnections, ConversationEventReader } from '@portal/redis';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { EventsController } from './events.controller';
 import { SseService } from './sse.service';

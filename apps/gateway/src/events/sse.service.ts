@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import type { FastifyReply } from 'fastify';
 import { linksTo, SPAN, startSpan } from '@portal/observability';
 import { type ConversationId, DomainError } from '@portal/domain';
-import { ConversationEventReader, type EventSubscription, type StoredEvent } from '@portal/queue';
+import { ConversationEventReader, type EventSubscription, type StoredEvent } from '@portal/redis';
 import type { Principal } from '../common/principal.types';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { eventView } from '../conversations/transcript.util';

@@ -3,7 +3,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CompactionRequests, type ManualCompactionInput } from '@portal/application';
 import { type Conversation } from '@portal/dal';
-import { BullMqClient, ConversationEvents } from '@portal/queue';
+import { BullMqClient } from '@portal/queue';
+import { ConversationEvents } from '@portal/redis';
 import type { Principal } from '../common/principal.types';
 import { MetricsService } from '../metrics/metrics.service';
 

@@ -1,6 +1,6 @@
 import { ConversationId } from '@portal/domain';
 import { conversationEventsKey } from '@portal/contracts';
-import { ConversationEvents } from '@portal/queue';
+import { ConversationEvents } from '@portal/redis';
 import { startHarness, type Harness } from '../../test/turn.harness';
 
 /**

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { PortalEvent } from '@portal/contracts';
 import { BlockRepository } from '@portal/dal';
 import { isTerminal, type OrgId, type Turn } from '@portal/domain';
-import { ConversationEvents } from '@portal/queue';
+import { ConversationEvents } from '@portal/redis';
 import { DataSource } from 'typeorm';
 
 /**

@@ -21,7 +21,7 @@ import {
   type TurnStatus,
 } from '@portal/domain';
 import { priceUsage, type ModelEntry, type TokenUsage } from '@portal/model';
-import { ConversationEvents } from '@portal/queue';
+import { ConversationEvents } from '@portal/redis';
 import { PortalMetrics } from '@portal/observability';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { BlockDraft } from './turn-steps.util';

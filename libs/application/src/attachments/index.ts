@@ -4,3 +4,4 @@ export * from './blob-store';
 export * from './blob-store.module';
 export * from './picture-copies';
 export * from './picture-size.util';
+export * from './upload-handoff';

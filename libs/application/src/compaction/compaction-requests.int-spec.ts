@@ -3,8 +3,8 @@ import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { QueueName, readRedisUrl } from '@portal/contracts';
 import { type CompactionBlock, ConversationId, isDomainError, OrgId } from '@portal/domain';
-import { BullMqClient, ConversationEvents } from '@portal/queue';
-import { RedisConnections } from '@portal/redis';
+import { BullMqClient } from '@portal/queue';
+import { RedisConnections, ConversationEvents } from '@portal/redis';
 import {
   BlockRepository,
   createScratchDatabase,

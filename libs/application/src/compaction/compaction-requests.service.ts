@@ -9,7 +9,8 @@ import {
 } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import { QueueName } from '@portal/contracts';
-import { JobRecord, type BullMqClient, type ConversationEvents } from '@portal/queue';
+import { JobRecord, type BullMqClient } from '@portal/queue';
+import type { ConversationEvents } from '@portal/redis';
 import { lastValueFrom } from 'rxjs';
 import { CompactionRepository, DalError, TurnRepository, type Db } from '@portal/dal';
 import { compactionJobId, MANUAL_REQUEST_ID } from './compaction-ids.util';

@@ -1,5 +1,5 @@
 import type { ConversationId, TurnId } from '@portal/domain';
-import type { RedisClient, RedisConnections } from '@portal/redis';
+import type { RedisClient, RedisConnections } from '../redis-connections';
 import { conversationEventsChannel, conversationEventsKey, type PortalEvent } from '@portal/contracts';
 import { inSpan, SpanKind, SPAN, traceparent } from '@portal/observability';
 

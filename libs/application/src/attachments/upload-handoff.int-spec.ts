@@ -2,6 +2,7 @@ import { AttachmentId, OrgId } from '@portal/domain';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readRedisUrl } from '@portal/contracts';
 import { RedisConnections } from '@portal/redis';
+import { startOwnRedisCluster } from '@portal/testing';
 import { UploadHandOff } from './upload-handoff';
 
 const redisUrl = readRedisUrl(process.env);
@@ -25,6 +26,21 @@ describe('UploadHandOff', () => {
       await redis.close();
     }
   });
+
+  it('keeps and gives back the bytes on a Redis Cluster', async () => {
+    const cluster = await startOwnRedisCluster(3);
+    const redis = new RedisConnections({ clusterNodes: cluster.nodes });
+    try {
+      const handoff = new UploadHandOff(redis, prefix);
+      const key = { orgId: OrgId('acme'), attachmentId: AttachmentId(randomUUID()) };
+      const bytes = randomBytes(200_000);
+      expect(await handoff.put(key, bytes, 60_000)).toBe(true);
+      expect((await handoff.take(key))?.equals(bytes)).toBe(true);
+    } finally {
+      await redis.close();
+      await cluster.stop();
+    }
+  }, 60_000);
 
   it('answers false and null at once, never throws, when Redis cannot be reached', async () => {
     const redis = new RedisConnections({ url: 'redis://127.0.0.1:1' }); // nothing listens on port 1;

@@ -7,7 +7,7 @@ import {
   readRedisUrl,
   type PortalEvent,
 } from '@portal/contracts';
-import { RedisConnections } from '@portal/redis';
+import { RedisConnections } from '../redis-connections';
 import { ConversationEventReader, type EventSink } from './conversation-event-reader';
 import { ConversationEvents, parseAnnouncement, type StoredEvent } from './conversation-events';
 

@@ -1,6 +1,6 @@
 import type { ConversationId } from '@portal/domain';
 import { Logger } from '@nestjs/common';
-import type { RedisClient, RedisConnections } from '@portal/redis';
+import type { RedisClient, RedisConnections } from '../redis-connections';
 import { conversationEventsChannel, conversationEventsKey } from '@portal/contracts';
 import { parseAnnouncement, toStoredEvent, type StoredEvent } from './conversation-events';
 import { compareStreamIds } from './stream-id.util';
