@@ -1,5 +1,5 @@
 import { AgentId, OrgId, UserId } from '@portal/domain';
-import { AgentRepository, UserRepository } from '@portal/dal';
+import { AgentRepository, OrgRepository, UserRepository } from '@portal/dal';
 import { createTestDatabase, deleteRedisPrefix, type TestDatabase } from '@portal/testing';
 import {
   MODELS_YAML,
@@ -90,7 +90,13 @@ describe('the bootstrap file', () => {
   it('refuses a key another user already holds, and rolls back', async () => {
     await service(fileEnv(STANDARD_BOOTSTRAP)).apply();
     const stolen = structuredClone(STANDARD_BOOTSTRAP) as any;
-    stolen.orgs[1].users.push({ id: 'eve', role: 'admin', apiKey: 'pk_test_alice_author' });
+    // A key held outside the file's orgs: a key of a user the file lists twice is refused when
+    // the file is read, and one of a user it drops is deleted with that user.
+    const outside = new UserRepository(db.dataSource);
+    await new OrgRepository(db.dataSource).upsert(OrgId('initech'), 'Initech');
+    await outside.upsert(OrgId('initech'), UserId('trent'), 'admin');
+    await outside.addApiKey(OrgId('initech'), UserId('trent'), 'pk_test_trent_admin');
+    stolen.orgs[1].users.push({ id: 'eve', role: 'admin', apiKey: 'pk_test_trent_admin' });
     stolen.orgs[0].users.splice(0, 1);
     stolen.orgs[0].skills.forEach((s: { owner: string }) => (s.owner = 'dave'));
     const before = await snapshot();
@@ -110,6 +116,7 @@ describe('a user the file no longer lists', () => {
     await service(fileEnv(withoutBob)).apply();
     expect(await users.get(OrgId('acme'), UserId('bob'))).toBeNull();
     expect(await users.findByApiKey('pk_test_bob_member')).toBeNull();
+    expect(await db.dataSource.query(`SELECT id FROM api_keys WHERE user_id = 'bob'`)).toEqual([]);
     expect(await users.get(OrgId('acme'), UserId('alice'))).toEqual({
       orgId: 'acme',
       id: 'alice',

@@ -151,8 +151,25 @@ export async function startOwnRedisCluster(masters = 3): Promise<OwnRedisCluster
     await Promise.all(nodes.map((node) => killAndWait(node.child, 'SIGKILL')));
     rmSync(dir, { recursive: true, force: true });
   };
+  // The ports were free when picked, but anything (another test, a connection's source port) may
+  // take one before redis-server binds it: a node that finds its port taken gets new ones.
+  const startFresh = async (node: (typeof nodes)[number]) => {
+    for (let attempt = 1; ; attempt++) {
+      const logged = logs.length;
+      try {
+        return await start(node);
+      } catch (err) {
+        const taken = logs.slice(logged).some((line) => line.includes('Address already in use'));
+        if (!taken || attempt === 5) throw err;
+        rmSync(node.dir, { recursive: true, force: true });
+        mkdirSync(node.dir);
+        node.port = await freePort();
+        node.busPort = await freePort();
+      }
+    }
+  };
   try {
-    for (const node of nodes) await start(node);
+    for (const node of nodes) await startFresh(node);
     const create = spawnSync(
       'redis-cli',
       ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-yes'],
