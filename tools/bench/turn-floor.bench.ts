@@ -9,9 +9,9 @@ import Fastify from 'fastify';
 import IORedis from 'ioredis';
 import OpenAI from 'openai';
 import { Client, Pool } from 'pg';
-import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import type { ApiClient, EventSubscription } from '@portal/testing';
 import { figure, numberArg as arg, percentile, runMain } from './stats.util';
+import { baselineTimes, cpuPerTurn, printCpuPerTurn, streamAnswer, TURN_TARGETS } from './turn-figures.util';
 
 /**
  * `npm run bench:turn-floor`: the least a one-call turn of the target design can cost on this
@@ -38,7 +38,6 @@ const PER_CONVERSATION = arg('per-conversation', 15);
 const LATENCY_TURNS_PER_CONVERSATION = 20;
 const WARM_UP_TURNS = 20;
 /** Issue #29. */
-const TARGETS = { addedP50Ms: 8, addedP99Ms: 25, turnsPerSecond: 180, cpuPerTurnMs: 6 };
 const AUTH = 'Bearer pk_floor';
 const QUEUE = 'turns';
 // The portal's turn options (libs/queue/src/job-options.ts), copied: they are the design's.
@@ -199,25 +198,6 @@ async function gateway(): Promise<number> {
   return (app.server.address() as AddressInfo).port;
 }
 
-type ChatRequest = Omit<ChatCompletionCreateParamsStreaming, 'stream' | 'stream_options'>;
-
-/** One streamed model call, the orchestrator's and the baseline's alike. */
-async function streamAnswer(model: OpenAI, request: ChatRequest) {
-  const stream = await model.chat.completions.create({
-    ...request,
-    stream: true,
-    stream_options: { include_usage: true },
-  });
-  let text = '';
-  let usage: OpenAI.CompletionUsage | undefined;
-  for await (const chunk of stream) {
-    text += chunk.choices[0]?.delta?.content ?? '';
-    usage = chunk.usage ?? usage;
-  }
-  if (!text) throw new Error('the model answered nothing');
-  return { text, usage };
-}
-
 async function orchestrator(): Promise<number> {
   const db = pool();
   const publisher = redis();
@@ -373,11 +353,6 @@ async function main(): Promise<void> {
       };
     };
     type Accounts = Awaited<ReturnType<typeof accounts>>;
-    const cpuPerTurn = (before: Accounts, after: Accounts, turns: number) =>
-      Object.keys(after.cpu).map((name): [string, number] => {
-        const [a, b] = [after.cpu[name], before.cpu[name]];
-        return [name, a === null || b === null ? NaN : (a - b) / turns];
-      });
 
     console.log(
       `load average at start: ${loadavg()
@@ -390,13 +365,7 @@ async function main(): Promise<void> {
     // 1. Baseline (bench:turns' method): the floor's last model request, replayed by the SDK straight
     //    to the fake (through the proxy).
     const { stream: _s, stream_options: _o, ...request } = fake.requests.at(-1)!.body;
-    const direct = new OpenAI({ baseURL: proxy.url, apiKey: 'none', maxRetries: 0 });
-    const baseTimes: number[] = [];
-    for (let i = -20; i < TURNS; i++) {
-      const t0 = performance.now();
-      await streamAnswer(direct, request);
-      if (i >= 0) baseTimes.push(performance.now() - t0); // the first 20 warm the connection and the JIT
-    }
+    const baseTimes = await baselineTimes(proxy.url, request, TURNS);
 
     // 2. Latency: one turn at a time.
     const beforeSequential = await accounts();
@@ -455,39 +424,32 @@ async function main(): Promise<void> {
     row(
       `added per turn: latency − its model call`,
       addedPerTurn,
-      `   p50 < ${TARGETS.addedP50Ms}, p99 < ${TARGETS.addedP99Ms}`,
+      `   p50 < ${TURN_TARGETS.addedP50Ms}, p99 < ${TURN_TARGETS.addedP99Ms}`,
     );
     row(
       `under load (${CONCURRENCY} conversations): latency`,
       loaded.map((s) => s.latencyMs),
     );
     console.log(
-      `throughput: ${loaded.length} turns in ${(wallMs / 1000).toFixed(2)} s over ${CONCURRENCY} conversations = ${turnsPerSecond.toFixed(1)} turns/s   (target ≥ ${TARGETS.turnsPerSecond})`,
+      `throughput: ${loaded.length} turns in ${(wallMs / 1000).toFixed(2)} s over ${CONCURRENCY} conversations = ${turnsPerSecond.toFixed(1)} turns/s   (target ≥ ${TURN_TARGETS.turnsPerSecond})`,
     );
     const failed = [...sequential, ...loaded].filter((s) => s.status !== 'completed').length;
     console.log(`turns not completed: ${failed}`);
 
-    const seqCpu = cpuPerTurn(beforeSequential, afterSequential, sequential.length);
-    const loadCpu = cpuPerTurn(beforeLoad, afterLoad, loaded.length);
-    console.log(
-      `\nCPU time per turn (ms; /proc user+system)${''.padEnd(W - 41)}${'seq'.padStart(8)}${'load'.padStart(8)}`,
-    );
-    seqCpu.forEach(([name, ms], i) => console.log(`  ${name.padEnd(W - 2)}${fmt(ms)}${fmt(loadCpu[i][1])}`));
-    const floorCpu = loadCpu
-      .filter(([n]) => !n.startsWith('bench') && !n.startsWith('redis'))
-      .reduce((t, [, ms]) => t + ms, 0);
-    console.log(
-      `  => gateway + orchestrator + Postgres: ${floorCpu.toFixed(1)} ms of CPU per turn under load: at most ~${(1000 / floorCpu).toFixed(0)} turns/s per core   (target ≤ ${TARGETS.cpuPerTurnMs})`,
+    const floorCpu = printCpuPerTurn(
+      cpuPerTurn(beforeSequential, afterSequential, sequential.length),
+      cpuPerTurn(beforeLoad, afterLoad, loaded.length),
+      W,
     );
     const commands = (a: Accounts, b: Accounts, turns: number) => (a.redisCommands - b.redisCommands) / turns;
     console.log(
       `  ${'Redis commands run (whole server)'.padEnd(W - 2)}${fmt(commands(afterSequential, beforeSequential, sequential.length))}${fmt(commands(afterLoad, beforeLoad, loaded.length))}`,
     );
     console.log(
-      `\ntargets (issue #29): added p50 < ${TARGETS.addedP50Ms} ms: ${verdict(addedP50 < TARGETS.addedP50Ms)}; ` +
-        `added p99 < ${TARGETS.addedP99Ms} ms: ${verdict(addedP99 < TARGETS.addedP99Ms)}; ` +
-        `≥ ${TARGETS.turnsPerSecond} turns/s: ${verdict(turnsPerSecond >= TARGETS.turnsPerSecond)}; ` +
-        `CPU per turn ≤ ${TARGETS.cpuPerTurnMs} ms: ${verdict(floorCpu <= TARGETS.cpuPerTurnMs)}`,
+      `\ntargets (issue #29): added p50 < ${TURN_TARGETS.addedP50Ms} ms: ${verdict(addedP50 < TURN_TARGETS.addedP50Ms)}; ` +
+        `added p99 < ${TURN_TARGETS.addedP99Ms} ms: ${verdict(addedP99 < TURN_TARGETS.addedP99Ms)}; ` +
+        `≥ ${TURN_TARGETS.turnsPerSecond} turns/s: ${verdict(turnsPerSecond >= TURN_TARGETS.turnsPerSecond)}; ` +
+        `CPU per turn ≤ ${TURN_TARGETS.cpuPerTurnMs} ms: ${verdict(floorCpu <= TURN_TARGETS.cpuPerTurnMs)}`,
     );
     console.log(
       `load average at end: ${loadavg()

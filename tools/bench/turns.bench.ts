@@ -2,9 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import OpenAI from 'openai';
 import { Client } from 'pg';
-import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import type { PortalEvent } from '@portal/contracts';
 import {
   ApiClient,
@@ -24,6 +22,7 @@ import {
 import { cpuMs, cpuMsOfAll, ownCpuMs, redisCommandsSoFar, redisServerPid } from './cpu.util';
 import { figure, numberArg as arg, percentile, runMain } from './stats.util';
 import { startTimingProxy } from './timing-proxy.util';
+import { baselineTimes, cpuPerTurn, printCpuPerTurn, TURN_TARGETS } from './turn-figures.util';
 import { buildServices } from './build.util';
 
 /**
@@ -62,8 +61,6 @@ const WARM_UP_TURNS = 20;
 const FIRST_TEXT = 'ft-';
 const FIRST_TEXT_TURNS = 30;
 const API_KEY = 'pk_bench_user_key';
-/** Issue #29's targets on this 2-core machine. */
-const TARGETS = { addedP50Ms: 8, addedP99Ms: 25, turnsPerSecond: 180, portalCpuMs: 6 };
 /** Whole runs; the summary prints each run's figures and their median. */
 const RUNS = arg('runs', 3);
 const DB_STATS = process.argv.includes('--db');
@@ -252,14 +249,6 @@ function writesPerTurn(before: Accounts, after: Accounts, turns: number): [strin
   });
 }
 
-function cpuPerTurn(before: Accounts, after: Accounts, turns: number): [string, number][] {
-  return Object.keys(after.cpu).map((name) => {
-    const a = after.cpu[name];
-    const b = before.cpu[name];
-    return [name, a === null || b === null ? NaN : (a - b) / turns];
-  });
-}
-
 interface DbCounters {
   commits: number;
   rollbacks: number;
@@ -391,26 +380,6 @@ function summariseProfiles(dir: string, top = 12): string[] {
 // --- Measurements ------------------------------------------------------------------------------
 
 /** The portal's request for one turn, replayed as is (model, messages, tools). */
-type ChatBody = Omit<ChatCompletionCreateParamsStreaming, 'stream' | 'stream_options'>;
-
-async function baseline(baseURL: string, body: ChatBody, runs: number): Promise<number[]> {
-  const client = new OpenAI({ baseURL, apiKey: 'none', maxRetries: 0 });
-  const times: number[] = [];
-  for (let i = 0; i < runs + 20; i++) {
-    const started = performance.now();
-    const stream = await client.chat.completions.create({
-      ...body,
-      stream: true,
-      stream_options: { include_usage: true },
-    });
-    let text = '';
-    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
-    if (!text) throw new Error('baseline: empty answer');
-    if (i >= 20) times.push(performance.now() - started); // the first 20 warm the connection and the JIT
-  }
-  return times;
-}
-
 /** Milliseconds of a Redis stream id (the Redis server's clock, the same host as the client). */
 const streamMs = (id: string) => Number(id.split('-')[0]);
 
@@ -514,7 +483,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     // 1. Baseline: the very request the portal sent for a turn, straight to the fake.
     const portalRequest = fake.requests.filter((r) => r.body?.tools).at(-1)!.body;
     const { stream: _s, stream_options: _o, ...request } = portalRequest;
-    const baseTimes = await baseline(proxy.url, request, TURNS);
+    const baseTimes = await baselineTimes(proxy.url, request, TURNS);
 
     // 2. Latency: one turn at a time.
     if (profileDir)
@@ -640,17 +609,11 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
         );
     }
 
-    const seqCpu = cpuPerTurn(beforeSequential, afterSequential, sequential.length);
     const loadCpu = cpuPerTurn(beforeLoad, afterLoad, loaded.length);
-    console.log(
-      `\nCPU time per turn (ms; /proc user+system)${''.padEnd(W - 41)}${'seq'.padStart(8)}${'load'.padStart(8)}`,
-    );
-    seqCpu.forEach(([name, ms], i) => console.log(`  ${name.padEnd(W - 2)}${fmt(ms)}${fmt(loadCpu[i][1])}`));
-    const portalCpu = loadCpu
-      .filter(([n]) => !n.startsWith('bench') && !n.startsWith('redis'))
-      .reduce((t, [, ms]) => t + ms, 0);
-    console.log(
-      `  => gateway + orchestrator + Postgres: ${portalCpu.toFixed(1)} ms of CPU per turn under load: at most ~${(1000 / portalCpu).toFixed(0)} turns/s per core`,
+    const portalCpu = printCpuPerTurn(
+      cpuPerTurn(beforeSequential, afterSequential, sequential.length),
+      loadCpu,
+      W,
     );
 
     const seqWrites = writesPerTurn(beforeSequential, afterSequential, sequential.length);
@@ -736,10 +699,10 @@ function printMedians(runs: Summary[]): void {
   const median = (values: number[]) => percentile(values, 50);
   const W = 50;
   const rows: [string, (s: Summary) => number, string][] = [
-    ['added per turn p50 (ms)', (s) => s.addedP50, `< ${TARGETS.addedP50Ms}`],
-    ['added per turn p99 (ms)', (s) => s.addedP99, `< ${TARGETS.addedP99Ms}`],
-    [`turns/s, ${CONCURRENCY} conversations`, (s) => s.turnsPerSecond, `≥ ${TARGETS.turnsPerSecond}`],
-    ['CPU per turn under load, gw + orch + pg (ms)', (s) => s.portalCpu, `≤ ${TARGETS.portalCpuMs}`],
+    ['added per turn p50 (ms)', (s) => s.addedP50, `< ${TURN_TARGETS.addedP50Ms}`],
+    ['added per turn p99 (ms)', (s) => s.addedP99, `< ${TURN_TARGETS.addedP99Ms}`],
+    [`turns/s, ${CONCURRENCY} conversations`, (s) => s.turnsPerSecond, `≥ ${TURN_TARGETS.turnsPerSecond}`],
+    ['CPU per turn under load, gw + orch + pg (ms)', (s) => s.portalCpu, `≤ ${TURN_TARGETS.cpuPerTurnMs}`],
     ['first text added, p50 (ms)', (s) => s.firstTextP50, '< 3'],
     ['writes per turn, gw + orch', (s) => s.writes, ''],
   ];
