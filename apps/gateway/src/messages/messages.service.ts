@@ -7,7 +7,7 @@ import {
   TurnRepository,
   type Conversation,
 } from '@portal/dal';
-import { type ConversationId, DomainError, type Turn, TurnId, type TurnStatus } from '@portal/domain';
+import { type ConversationId, DomainError, type Turn, type TurnId, type TurnStatus } from '@portal/domain';
 import { parseLeadingSlugs } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import type { Principal } from '../common/principal.types';
@@ -44,7 +44,7 @@ export class MessagesService {
    * again as it was (text, attachments, the turn's effort), through the checks and the path of
    * any message. It never steers: a turn opened meanwhile refuses the retry.
    */
-  async retry(caller: Principal, turnId: TurnId): Promise<{ turnId: TurnId }> {
+  async retry(caller: Principal, turnId: TurnId): Promise<{ turnId: string }> {
     const turn = await this.owned.turn(caller, turnId);
     const latest = await this.turns.getLatest(caller.orgId, turn.conversationId);
     if (latest?.id !== turn.id || !RETRYABLE.includes(turn.status)) throw retryRefused(turn.n);
@@ -53,7 +53,7 @@ export class MessagesService {
     if (first?.kind !== 'text') throw retryRefused(turn.n);
     const body = { text: first.text, attachmentIds: sent.attachmentIds, effort: turn.effort };
     const { turnId: opened } = await this.post(caller, turn.conversationId, body, turn);
-    return { turnId: TurnId(opened) };
+    return { turnId: opened };
   }
 
   async post(
@@ -86,7 +86,7 @@ export class MessagesService {
     if (retrying && activeTurnId) throw retryRefused(retrying.n);
     const parsed = parseLeadingSlugs(body.text);
     if (!parsed.isCompact && activeTurnId) {
-      const steered = await this.steer(caller, conversation, TurnId(activeTurnId), body);
+      const steered = await this.steer(caller, conversation, activeTurnId, body);
       if (steered) return steered;
     }
 

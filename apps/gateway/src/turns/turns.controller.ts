@@ -50,7 +50,7 @@ export class TurnsController {
 
   @Post(':id/retry')
   @HttpCode(202)
-  retry(@Caller() caller: Principal, @Param('id') id: string): Promise<{ turnId: TurnId }> {
+  retry(@Caller() caller: Principal, @Param('id') id: string): Promise<{ turnId: string }> {
     return this.messages.retry(caller, TurnId(id));
   }
 }

@@ -204,7 +204,7 @@ export class PromptInputLoader {
     const pictureIds = unique(
       shown.flatMap((s) =>
         plans.get(s)?.pictures === 'send'
-          ? s.attachmentIds.filter((id) => manifests.get(AttachmentId(id))?.kind === 'picture')
+          ? s.attachmentIds.filter((id) => manifests.get(id)?.kind === 'picture')
           : [],
       ),
     );
@@ -216,7 +216,7 @@ export class PromptInputLoader {
       ),
       Promise.all(
         pictureIds.map((attachmentId) => {
-          const picture = manifests.get(AttachmentId(attachmentId))?.picture;
+          const picture = manifests.get(attachmentId)?.picture;
           return picture && vision
             ? this.pictures.get({ orgId, attachmentId: AttachmentId(attachmentId) }, picture, vision)
             : null;

@@ -1,9 +1,9 @@
-import { AttachmentId, type AttachmentManifest } from '@portal/domain';
+import type { AttachmentManifest } from '@portal/domain';
 import type { AttachmentEntity } from '../entities/attachment.entity';
 
 export function toAttachmentManifest(e: AttachmentEntity): AttachmentManifest {
   return {
-    id: AttachmentId(e.id),
+    id: e.id,
     kind: e.kind,
     filename: e.filename,
     mimeType: e.mimeType,

@@ -1,4 +1,4 @@
-import { type AgentId, ConversationId, type OrgId, type UserId } from '@portal/domain';
+import type { AgentId, ConversationId, OrgId, TurnId, UserId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { Agent, Conversation } from '../records.types';
@@ -27,7 +27,7 @@ export interface ConversationWithAgent {
   conversation: Conversation;
   agent: Agent;
   /** The conversation's queued, running or paused turn, if any. */
-  activeTurnId: string | null;
+  activeTurnId: TurnId | null;
   /** With `userId`: the ids of the agent's catalogue for that user (`SkillRepository.listCatalogue`). */
   catalogueSkillIds: string[] | null;
 }
@@ -41,14 +41,14 @@ export class ConversationRepository {
 
   /** Null when the agent is not one of the org's (API: 404 exactly like a missing agent). */
   async create(orgId: OrgId, userId: UserId, agentId: AgentId): Promise<Conversation | null> {
-    const { rows } = await runSql<{ id: string }>(
+    const { rows } = await runSql<{ id: ConversationId }>(
       this.em,
       `INSERT INTO conversations (org_id, user_id, agent_id)
        SELECT a.org_id, $2, a.id FROM agents a WHERE a.org_id = $1 AND a.id = $3
        RETURNING id`,
       [orgId, userId, agentId],
     );
-    return rows.length ? this.get(orgId, ConversationId(rows[0].id)) : null;
+    return rows.length ? this.get(orgId, rows[0].id) : null;
   }
 
   /** For workers, which act for whoever owns the conversation. */
@@ -95,7 +95,7 @@ export class ConversationRepository {
     const {
       rows: [row],
     } = await runSql<
-      Conversation & { agent: Agent; activeTurnId: string | null; catalogueSkillIds: string[] | null }
+      Conversation & { agent: Agent; activeTurnId: TurnId | null; catalogueSkillIds: string[] | null }
     >(
       this.em,
       `SELECT ${CONVERSATION_COLUMNS}, ${AGENT_JSON} AS agent,
