@@ -183,7 +183,9 @@ describe('the portal web client, composer', () => {
     web.script('Ready.');
     await send(page, 'Start');
     await settled(page);
-    web.script({ text: 'A slow answer. '.repeat(20), chunkSize: 3, delayMs: 60 });
+    // Long enough (about 25 s) to be still running when /compact is sent on a loaded machine; the
+    // test cancels it at the end.
+    web.script({ text: 'A slow answer. '.repeat(80), chunkSize: 3, delayMs: 60 });
     // The gateway's answer to the POST is held back: the turn opens over SSE before it arrives.
     let answered!: () => void;
     const held = new Promise<void>((resolve) => (answered = resolve));
