@@ -16,6 +16,7 @@ import {
   type RunningPortal,
 } from '@portal/testing';
 import type { TestIdp } from '@portal/testing/oidc';
+import { titlePrompt } from '@portal/prompt';
 
 /** Debian's Chromium, never a downloaded browser. */
 export const CHROMIUM_ARGS = [
@@ -58,12 +59,15 @@ export interface WebHarness {
   close(): Promise<void>;
 }
 
+/** The title call's closing request, as the portal words it. */
+const TITLE_REQUEST = titlePrompt({ request: '', answer: '' }).at(-1)!.content;
+
 /** The side calls of the portal: the title of a conversation, and the compaction summary. */
 function sideCall(request: FakeRequest, pace: WebHarness['summaryPace']): FakeScript | null {
   const messages = (request.body?.messages ?? []) as { role: string; content: unknown }[];
   const text = messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
-  if (text.some((t) => t.includes('Write a short title'))) return 'Web client test';
   const last = text.at(-1) ?? '';
+  if (last === TITLE_REQUEST) return 'Web client test';
   if (last.startsWith('Write the summary now')) {
     const heading = /"([^"]+)"/.exec(last)?.[1] ?? 'Summary of turns 1–1';
     return {
@@ -308,6 +312,15 @@ export interface AxeViolation {
 /** axe-core run in the page (evaluated, so the page's CSP does not apply): the serious and critical findings. */
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   const source = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+  // Contrast is judged on the settled screen: a word fading in (from 15 % opacity) would fail it.
+  await page.evaluate(() =>
+    Promise.all(
+      document
+        .getAnimations()
+        .filter((a) => Number.isFinite(a.effect?.getComputedTiming().endTime ?? Infinity))
+        .map((a) => a.finished.catch(() => undefined)),
+    ),
+  );
   await page.evaluate(source);
   const violations = await page.evaluate(async () => {
     const axe = (window as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
