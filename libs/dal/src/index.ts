@@ -11,6 +11,7 @@ export * from './records.types';
 export * from './repositories/agent.repository';
 export * from './repositories/attachment.repository';
 export * from './repositories/block.repository';
+export * from './repositories/call-input.repository';
 export * from './repositories/conversation.repository';
 export * from './repositories/org.repository';
 export * from './repositories/person-request.repository';

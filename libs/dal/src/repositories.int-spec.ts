@@ -13,6 +13,7 @@ import type { DataSource } from 'typeorm';
 import { AgentRepository } from './repositories/agent.repository';
 import { AttachmentRepository } from './repositories/attachment.repository';
 import { BlockRepository, placeBlocks } from './repositories/block.repository';
+import { CallInputRepository } from './repositories/call-input.repository';
 import type { NewBlock } from './mappers/block.mapper';
 import { ConversationRepository } from './repositories/conversation.repository';
 import { OrgRepository } from './repositories/org.repository';
@@ -514,7 +515,7 @@ describe('TurnRepository.recordCallIfUnchanged: a settle without the lock taken 
   async function heldAndRead() {
     const { turn } = await openTurn();
     const claimed = (await leases().claim(ACME, turn.id, 'w-1', 60_000, { callMessage: true }))!;
-    const seen = await blocks().readForCall(ACME, turn.id);
+    const { turn: seen } = (await new CallInputRepository(ds).read(ACME, claimed.turn))!;
     const message = seen.messages.find((m) => m.id === claimed.callMessageId)!;
     const placed = placeBlocks(claimed.turn, seen.messages, message, [answer('Q3 is up.')]);
     const settle = () =>

@@ -387,7 +387,7 @@ describe('PromptInputLoader.load', () => {
     );
   });
 
-  it('sends the same statements whatever the length of the conversation', async () => {
+  it('reads a call in one statement, the same whatever the length of the conversation', async () => {
     const log = new QueryLog();
     const logged = await createDataSource(db.url, { logger: log }).initialize();
     try {
@@ -409,6 +409,8 @@ describe('PromptInputLoader.load', () => {
         statements.push(log.queries.map((q) => q.sql).sort());
       }
       expect(statements[1]).toEqual(statements[0]);
+      // No skills or attachments: the conversation, its agent, the window and the turn together.
+      expect(statements[0]).toHaveLength(1);
     } finally {
       await logged.destroy();
     }

@@ -20,7 +20,7 @@ import {
 } from '@portal/prompt';
 import {
   AttachmentRepository,
-  BlockRepository,
+  CallInputRepository,
   ConversationRepository,
   SkillRepository,
   WindowRepository,
@@ -61,14 +61,15 @@ export interface TurnPromptInput extends PreviewPromptInput {
 
 /**
  * Reads everything `assemblePrompt` needs for the next model call of a turn, in a bounded number of
- * indexed queries whatever the conversation's length (the window read is WindowRepository's).
+ * indexed queries whatever the conversation's length: one statement (`CallInputRepository`), the
+ * turn's skills beside it, then the attachments the prompt shows.
  * Throws DomainError `not_found` for a missing conversation (or one of another org) or model, and
  * `skill_rejected` (details.slug) when a selected skill is no longer visible or active (SPEC 6).
  */
 export class PromptInputLoader {
   private readonly conversations: ConversationRepository;
   private readonly skills: SkillRepository;
-  private readonly blocks: BlockRepository;
+  private readonly callInputs: CallInputRepository;
   private readonly windows: WindowRepository;
   private readonly attachments: AttachmentRepository;
   private readonly pictures: PictureCopies;
@@ -78,27 +79,23 @@ export class PromptInputLoader {
     this.pictures = new PictureCopies(blobs);
     this.conversations = new ConversationRepository(db);
     this.skills = new SkillRepository(db);
-    this.blocks = new BlockRepository(db);
+    this.callInputs = new CallInputRepository(db);
     this.windows = new WindowRepository(db);
     this.attachments = new AttachmentRepository(db);
   }
 
   /**
    * `turn` as the caller read it: what a call uses of it (number, model, effort, skills) is fixed
-   * when the turn opens, so every read here can run side by side.
+   * when the turn opens, so the reads here run side by side (the skills only when the turn has any).
    */
   async load(orgId: OrgId, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
     const turnId = turn.id;
-    const [{ conversation, agent }, selected, snapshot, window, read] = await Promise.all([
-      this.conversationAndAgent(orgId, turn.conversationId),
+    const [input, selected, snapshot] = await Promise.all([
+      this.callInputs.read(orgId, turn, { turnsReplayed: opts.limits.TURNS_REPLAYED }),
       this.skillsById(orgId, turn.selectedSkillIds),
       this.skillsById(orgId, turn.catalogueSkillIds),
-      this.windows.readWindow(orgId, turn.conversationId, {
-        turnsReplayed: opts.limits.TURNS_REPLAYED,
-        beforeTurnN: turn.n,
-      }),
-      this.blocks.readForCall(orgId, turnId),
     ]);
+    const { conversation, agent, window, turn: read } = found(input, `turn ${turnId}`);
     const model = modelOf(opts.catalogue, turn.model);
     const selectedSkills = turn.selectedSkillIds.map((id) => {
       const skill = selected.find((s) => s.id === id);

@@ -22,7 +22,6 @@ import {
   toBlockPayload,
   toMessage,
 } from '../mappers/block.mapper';
-import type { McpToolSnapshot } from '../records.types';
 
 /** Column lists aliased to entity property names, so raw rows feed the mappers directly. */
 export const MESSAGE_COLUMNS = `id, turn_id AS "turnId", seq, role, attachment_ids AS "attachmentIds"`;
@@ -57,17 +56,10 @@ export function insertBlocksSql(p: {
 export const MESSAGE_BLOCK_COLUMNS = `m.id, m.turn_id AS "turnId", m.seq, m.role,
   m.attachment_ids AS "attachmentIds", b.id AS "blockId", b.seq AS "blockSeq", b.kind, b.payload`;
 
-type MessageBlockRow = MessageRow & { blockId: string | null; blockSeq: number } & Omit<
+export type MessageBlockRow = MessageRow & { blockId: string | null; blockSeq: number } & Omit<
     BlockRow,
     'id' | 'seq'
   >;
-
-/** What a model call reads of its turn (`BlockRepository.readForCall`). */
-export interface TurnForCall {
-  messages: Message[];
-  mcpTools: McpToolSnapshot | null;
-  steeringCount: number;
-}
 
 /** A turn row locked with its messages (`BlockRepository.lockTurnMessages`). */
 export interface LockedTurnMessages {
@@ -316,33 +308,6 @@ export class BlockRepository {
       { prepared: true },
     );
     return messagesOf(rows);
-  }
-
-  /**
-   * What a model call reads of its turn, in one query: the messages (as `listTurnMessages`), the
-   * MCP tools it offers (null until `TurnRepository.saveMcpTools` stores them; on the first row
-   * only) and its steering count (`TurnRepository.recordCallIfUnchanged`).
-   */
-  async readForCall(orgId: OrgId, turnId: TurnId): Promise<TurnForCall> {
-    if (!isUuid(turnId)) return { messages: [], mcpTools: null, steeringCount: 0 };
-    const { rows } = await runSql<
-      MessageBlockRow & { mcpTools: McpToolSnapshot | null; steeringCount: number }
-    >(
-      this.em,
-      `SELECT CASE WHEN row_number() OVER (ORDER BY m.seq, b.seq) = 1 THEN t.mcp_tools END AS "mcpTools",
-         t.steering_count AS "steeringCount", ${MESSAGE_BLOCK_COLUMNS}
-       FROM turns t
-         LEFT JOIN messages m ON m.turn_id = t.id AND m.org_id = $1
-         LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
-       WHERE t.org_id = $1 AND t.id = $2 ORDER BY m.seq, b.seq`,
-      [orgId, turnId],
-      { prepared: true },
-    );
-    return {
-      messages: messagesOf(rows),
-      mcpTools: rows[0]?.mcpTools ?? null,
-      steeringCount: rows[0]?.steeringCount ?? 0,
-    };
   }
 
   /**

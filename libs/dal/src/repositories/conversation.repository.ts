@@ -6,7 +6,7 @@ import { AGENT_JSON } from './agent.repository';
 import { catalogueSkills } from './skill.repository';
 
 /** A `conversations` row aliased `c` as a `Conversation`. */
-const CONVERSATION_COLUMNS = `c.org_id AS "orgId", c.id, c.user_id AS "userId", c.agent_id AS "agentId",
+export const CONVERSATION_COLUMNS = `c.org_id AS "orgId", c.id, c.user_id AS "userId", c.agent_id AS "agentId",
   c.title, c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
 
 /** The search index's expression over a text block (migration ConversationSearch1796740000000). */

@@ -12,7 +12,7 @@ import { DEFAULT_LIMITS } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
-import { MESSAGE_BLOCK_COLUMNS, messagesOf } from './block.repository';
+import { MESSAGE_BLOCK_COLUMNS, type MessageBlockRow, messagesOf } from './block.repository';
 
 export interface WindowOptions {
   /**
@@ -26,6 +26,56 @@ export interface WindowOptions {
 }
 
 const NO_LIMIT = 2_147_483_647;
+
+/** `$3` (read before this turn number) and `$4` (how many turns) of `WINDOW_CTES`. */
+export function windowBounds(opts: WindowOptions): [number, number] {
+  return [
+    opts.beforeTurnN ?? NO_LIMIT,
+    Math.min(opts.turnsReplayed ?? DEFAULT_LIMITS.TURNS_REPLAYED, NO_LIMIT),
+  ];
+}
+
+/**
+ * The window's reads over `$1` org, `$2` conversation and `windowBounds` as `$3`, `$4`. The turns
+ * are the newest `$4` before the current one, then those from the summary's turn on: the same
+ * turns as asking for the newest `$4` from the summary's turn on, read with the index backwards
+ * whatever the planner guesses of the summary's turn.
+ */
+export const WINDOW_CTES = `summary AS (
+    SELECT id, seq, kind, payload, turn_n AS "turnN" FROM blocks
+    WHERE conversation_id = $2 AND kind = 'compaction' AND turn_n < $3 AND org_id = $1
+    ORDER BY turn_n DESC, seq DESC LIMIT 1),
+  newest AS (
+    SELECT id, n, kind, status FROM turns
+    WHERE conversation_id = $2 AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
+      AND n < $3 AND org_id = $1
+    ORDER BY n DESC LIMIT $4),
+  past AS (SELECT * FROM newest WHERE n >= COALESCE((SELECT "turnN" FROM summary), 1))`;
+
+/** The window as JSON columns (`WindowRow`); the summary's block only when `$5`. */
+export const WINDOW_COLUMNS = `(SELECT row_to_json(summary) FROM summary WHERE $5) AS summary,
+  (SELECT json_agg(past ORDER BY past.n) FROM past) AS turns,
+  (SELECT json_agg(r ORDER BY r."turnId", r.seq, r."blockSeq") FROM (
+     SELECT ${MESSAGE_BLOCK_COLUMNS}
+     FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
+     WHERE m.turn_id IN (SELECT id FROM past) AND m.org_id = $1) r) AS rows`;
+
+export interface WindowRow {
+  summary: (BlockRow & { turnN: number }) | null;
+  turns: { id: TurnId; n: number; kind: TurnKind; status: TurnStatus }[] | null;
+  rows: MessageBlockRow[] | null;
+}
+
+export function windowOf(row: WindowRow): MemoryWindow {
+  const summary = row.summary
+    ? { turnN: row.summary.turnN, block: toBlock(row.summary) as CompactionBlock }
+    : null;
+  const turns = row.turns;
+  if (!turns) return { summary, turns: [] };
+  const byTurn = new Map(turns.map((t) => [t.id, [] as Message[]]));
+  for (const message of messagesOf(row.rows ?? [])) byTurn.get(message.turnId)?.push(message);
+  return { summary, turns: turns.map((turn) => ({ turn, messages: byTurn.get(turn.id) ?? [] })) };
+}
 
 /**
  * What memory reads of a conversation (SPEC 4) in one statement of three indexed reads, whatever
@@ -75,46 +125,14 @@ export class WindowRepository {
     withSummary: boolean,
   ): Promise<MemoryWindow> {
     if (!isUuid(conversationId)) return { summary: null, turns: [] };
-    const before = opts.beforeTurnN ?? NO_LIMIT;
-    const limit = Math.min(opts.turnsReplayed ?? DEFAULT_LIMITS.TURNS_REPLAYED, NO_LIMIT);
-
-    // One statement, its parts as JSON. The turns are the newest `limit` before the current one,
-    // then those from the summary's turn on: the same turns as asking for the newest `limit` from
-    // the summary's turn on, read with the index backwards whatever the planner guesses of the
-    // summary's turn.
     const {
       rows: [row],
-    } = await runSql<{
-      summary: (BlockRow & { turnN: number }) | null;
-      turns: { id: TurnId; n: number; kind: TurnKind; status: TurnStatus }[] | null;
-      rows: Parameters<typeof messagesOf>[0] | null;
-    }>(
+    } = await runSql<WindowRow>(
       this.em,
-      `WITH summary AS (
-         SELECT id, seq, kind, payload, turn_n AS "turnN" FROM blocks
-         WHERE conversation_id = $2 AND kind = 'compaction' AND turn_n < $3 AND org_id = $1
-         ORDER BY turn_n DESC, seq DESC LIMIT 1),
-       newest AS (
-         SELECT id, n, kind, status FROM turns
-         WHERE conversation_id = $2 AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
-           AND n < $3 AND org_id = $1
-         ORDER BY n DESC LIMIT $4),
-       past AS (SELECT * FROM newest WHERE n >= COALESCE((SELECT "turnN" FROM summary), 1))
-       SELECT (SELECT row_to_json(summary) FROM summary WHERE $5) AS summary,
-         (SELECT json_agg(past ORDER BY past.n) FROM past) AS turns,
-         (SELECT json_agg(r ORDER BY r."turnId", r.seq, r."blockSeq") FROM (
-            SELECT ${MESSAGE_BLOCK_COLUMNS}
-            FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
-            WHERE m.turn_id IN (SELECT id FROM past) AND m.org_id = $1) r) AS rows`,
-      [orgId, conversationId, before, limit, withSummary],
+      `WITH ${WINDOW_CTES} SELECT ${WINDOW_COLUMNS}`,
+      [orgId, conversationId, ...windowBounds(opts), withSummary],
+      { prepared: true },
     );
-    const summary = row.summary
-      ? { turnN: row.summary.turnN, block: toBlock(row.summary) as CompactionBlock }
-      : null;
-    const turns = row.turns;
-    if (!turns) return { summary, turns: [] };
-    const byTurn = new Map(turns.map((t) => [t.id, [] as Message[]]));
-    for (const message of messagesOf(row.rows ?? [])) byTurn.get(message.turnId)?.push(message);
-    return { summary, turns: turns.map((turn) => ({ turn, messages: byTurn.get(turn.id) ?? [] })) };
+    return windowOf(row);
   }
 }

@@ -1,14 +1,14 @@
 import { createServer } from 'node:net';
 import {
   AgentRepository,
-  BlockRepository,
+  CallInputRepository,
   ConversationRepository,
   OrgRepository,
   TurnRepository,
   UserRepository,
   type AgentMcpServer,
 } from '@portal/dal';
-import { AgentId, type ApprovalRequestBlock, checkTurn, OrgId, TurnId, UserId } from '@portal/domain';
+import { AgentId, type ApprovalRequestBlock, checkTurn, OrgId, UserId } from '@portal/domain';
 import { PortalMetrics } from '@portal/observability';
 import { MCP_REPORT_TEXT, startMcpTestServer, type McpTestServer } from '@portal/testing';
 import { ORG, startHarness, transcriptOf, type Harness } from '../../../test/turn.harness';
@@ -137,8 +137,8 @@ describe('MCP tools offered to the model', () => {
       'The MCP servers down could not be reached when this turn started',
     );
     expect((await h.turn(turnId))!.status).toBe('completed');
-    const stored = await new BlockRepository(h.db.dataSource).readForCall(ORG, TurnId(turnId));
-    expect(stored.mcpTools).toMatchObject({ unavailable: ['down'] });
+    const stored = await new CallInputRepository(h.db.dataSource).read(ORG, (await h.turn(turnId))!);
+    expect(stored!.turn.mcpTools).toMatchObject({ unavailable: ['down'] });
   });
 });
 
