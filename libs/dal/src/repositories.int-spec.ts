@@ -573,6 +573,38 @@ describe('TurnRepository.recordCallIfUnchanged: a settle without the lock taken 
   });
 });
 
+describe('TurnLeaseRepository.claim with read: the first call reads what the claim read', () => {
+  const leases = () => new TurnLeaseRepository(ds);
+  const read = { turnsReplayed: 20 };
+
+  it('returns the input a read right after the claim returns, the new call message last', async () => {
+    const conversationId = await newConversation(ds, ACME);
+    await settledTurn(ds, ACME, ConversationId(conversationId), { text: 'Q2?', blocks: [answer('Flat.')] });
+    const { turn } = await openTurn(ACME, conversationId);
+    const claimed = (await leases().claim(ACME, turn.id, 'w-1', 60_000, { callMessage: true, read }))!;
+    expect(claimed.from).toBe('queued');
+    expect(claimed.turn).toEqual(await new TurnRepository(ds).get(ACME, turn.id));
+    const after = await new CallInputRepository(ds).read(ACME, claimed.turn, read);
+    expect(claimed.input).toEqual(after);
+    expect(claimed.input!.turn.messages.map((m) => [m.role, m.blocks.length])).toEqual([
+      ['user', 1],
+      ['assistant', 0],
+    ]);
+    expect(claimed.input!.turn.messages.at(-1)!.id).toBe(claimed.callMessageId);
+    expect(claimed.input!.window.turns.map((t) => t.turn.n)).toEqual([1]);
+    expect(claimed.input!.conversation.id).toBe(conversationId);
+  });
+
+  it('reads nothing for a turn taken over from a lapsed lease, or of another org', async () => {
+    const { turn } = await openTurn();
+    await leases().claim(ACME, turn.id, 'dead-worker', -1000, { callMessage: true, read });
+    const taken = (await leases().claim(ACME, turn.id, 'w-2', 60_000, { callMessage: true, read }))!;
+    expect(taken.from).toBe('running');
+    expect(taken.input).toBeNull();
+    expect(await leases().claim(GLOBEX, turn.id, 'w-3', 60_000, { callMessage: true, read })).toBeNull();
+  });
+});
+
 describe('ToolResultRepository, UsageRepository, TraceRepository', () => {
   it('stores whole tool results under a ref, once per call', async () => {
     const { turn } = await openTurn();

@@ -182,9 +182,13 @@ describe('shutdown and recovery', () => {
   it('cuts a turn off, keeping what it wrote, when its job fails its last attempt; turn 1 is still named', async () => {
     const { turnId, conversationId } = await h.openTurn();
     // Postgres drops the connection on every attempt of this job.
-    const load = jest
-      .spyOn(h.app.get(PromptInputLoader), 'load')
-      .mockRejectedValue(new Error('Connection terminated unexpectedly'));
+    const dropped = new Error('Connection terminated unexpectedly');
+    const loader = h.app.get(PromptInputLoader);
+    // The first call's input comes with the claim (`loadFrom`); a later attempt's is read (`load`).
+    const loads = [
+      jest.spyOn(loader, 'loadFrom').mockRejectedValue(dropped),
+      jest.spyOn(loader, 'load').mockRejectedValue(dropped),
+    ];
     const handler = h.app.get(RunTurnHandler);
     const queue = h.app.get(BullMqClient).queue(QueueName.Turns);
     const attempt = (attemptsMade: number) =>
@@ -197,7 +201,7 @@ describe('shutdown and recovery', () => {
       expect((await h.turn(turnId))!.status).toBe('running');
       await expect(attempt(JOB_OPTIONS[QueueName.Turns].attempts! - 1)).rejects.toThrow();
     } finally {
-      load.mockRestore();
+      for (const load of loads) load.mockRestore();
     }
     expect(await h.turn(turnId)).toMatchObject({
       status: 'cut_off',

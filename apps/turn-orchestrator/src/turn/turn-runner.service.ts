@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { JobData } from '@portal/contracts';
 import { PromptInputLoader, type PromptInputOptions, type TurnPromptInput } from '@portal/application';
-import { ToolResultRepository, TurnLeaseRepository, TurnRepository } from '@portal/dal';
+import { type CallInput, ToolResultRepository, TurnLeaseRepository, TurnRepository } from '@portal/dal';
 import {
   type ApprovalRequestBlock,
   DomainError,
@@ -98,6 +98,8 @@ export class TurnRunner {
     const claimed = await this.leases.claim(orgId, turnId, owner, this.config.leaseMs, {
       kind: 'turn',
       callMessage: true,
+      // The first call's input comes with the claim: one statement fewer per turn (issue #29).
+      read: { turnsReplayed: this.config.limits.TURNS_REPLAYED },
     });
     if (!claimed) return this.unclaimed(orgId, turnId);
     const { turn } = claimed;
@@ -127,7 +129,11 @@ export class TurnRunner {
     }, this.config.leaseMs / 3);
     let outcome: Settled | null;
     try {
-      outcome = await this.loop(held, stop.signal, claimed.callMessageId ?? null).catch((err) =>
+      const first =
+        claimed.callMessageId && claimed.input
+          ? { messageId: claimed.callMessageId, input: claimed.input }
+          : null;
+      outcome = await this.loop(held, stop.signal, first).catch((err) =>
         this.onError(held, stop.signal, err),
       );
     } finally {
@@ -165,25 +171,28 @@ export class TurnRunner {
     if (cut) await this.titles.afterSettle(orgId, cut);
   }
 
-  /** `claimedMessageId`: the first call's message, fixed by the claim (`TurnLeaseRepository.claim`). */
-  private async loop(held: HeldTurn, signal: AbortSignal, claimedMessageId: string | null): Promise<Settled> {
+  /** `first`: the first call's message and input, fixed and read by the claim (`TurnLeaseRepository.claim`). */
+  private async loop(
+    held: HeldTurn,
+    signal: AbortSignal,
+    first: { messageId: string; input: CallInput } | null,
+  ): Promise<Settled> {
     const { orgId, turn } = held;
-    let fixed = claimedMessageId;
+    let claimed = first;
     for (;;) {
       if (signal.aborted && signal.reason !== 'cancel') throw new RunStopped(String(signal.reason));
       // Before the read: steering that arrives after it lands after this call's output.
-      const messageId = signal.aborted ? null : (fixed ?? (await this.store.callMessage(held)));
-      fixed = null;
+      const messageId = signal.aborted ? null : (claimed?.messageId ?? (await this.store.callMessage(held)));
       if (messageId === null) {
         await this.store.transition(held, 'cut_off');
         return 'settled';
       }
+      const loaded = claimed
+        ? this.loader.loadFrom(orgId, turn, claimed.input, this.promptOptions)
+        : this.loader.load(orgId, turn, this.promptOptions);
+      claimed = null;
       // The turn's MCP tools are listed once, before its first step, and kept with it.
-      const input = await this.mcp.offer(
-        orgId,
-        await this.loader.load(orgId, turn, this.promptOptions),
-        signal,
-      );
+      const input = await this.mcp.offer(orgId, await loaded, signal);
       const step = nextStep(input.messages);
       if (step.kind === 'done') {
         if ((await this.store.transition(held, 'completed')) === 'done') return 'settled';

@@ -21,6 +21,7 @@ import {
 import {
   AttachmentRepository,
   CallInputRepository,
+  type CallInput,
   ConversationRepository,
   SkillRepository,
   WindowRepository,
@@ -89,13 +90,36 @@ export class PromptInputLoader {
    * when the turn opens, so the reads here run side by side (the skills only when the turn has any).
    */
   async load(orgId: OrgId, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
-    const turnId = turn.id;
     const [input, selected, snapshot] = await Promise.all([
       this.callInputs.read(orgId, turn, { turnsReplayed: opts.limits.TURNS_REPLAYED }),
       this.skillsById(orgId, turn.selectedSkillIds),
       this.skillsById(orgId, turn.catalogueSkillIds),
     ]);
-    const { conversation, agent, window, turn: read } = found(input, `turn ${turnId}`);
+    return this.complete(orgId, turn, found(input, `turn ${turn.id}`), { selected, snapshot }, opts);
+  }
+
+  /** As `load`, from the call input the turn's claim read (`TurnLeaseRepository.claim`'s `read`). */
+  async loadFrom(
+    orgId: OrgId,
+    turn: Turn,
+    input: CallInput,
+    opts: PromptInputOptions,
+  ): Promise<TurnPromptInput> {
+    const [selected, snapshot] = await Promise.all([
+      this.skillsById(orgId, turn.selectedSkillIds),
+      this.skillsById(orgId, turn.catalogueSkillIds),
+    ]);
+    return this.complete(orgId, turn, input, { selected, snapshot }, opts);
+  }
+
+  private async complete(
+    orgId: OrgId,
+    turn: Turn,
+    { conversation, agent, window, turn: read }: CallInput,
+    { selected, snapshot }: { selected: Skill[]; snapshot: Skill[] },
+    opts: PromptInputOptions,
+  ): Promise<TurnPromptInput> {
+    const turnId = turn.id;
     const model = modelOf(opts.catalogue, turn.model);
     const selectedSkills = turn.selectedSkillIds.map((id) => {
       const skill = selected.find((s) => s.id === id);

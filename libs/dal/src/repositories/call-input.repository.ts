@@ -6,11 +6,12 @@ import { AGENT_JSON } from './agent.repository';
 import { MESSAGE_BLOCK_COLUMNS, type MessageBlockRow, messagesOf } from './block.repository';
 import { CONVERSATION_COLUMNS } from './conversation.repository';
 import {
-  WINDOW_COLUMNS,
-  WINDOW_CTES,
   type WindowOptions,
   type WindowRow,
   windowBounds,
+  windowColumns,
+  windowCtes,
+  type WindowSources,
   windowOf,
 } from './window.repository';
 
@@ -33,14 +34,50 @@ export interface CallInput {
   turn: TurnForCall;
 }
 
-type CallInputRow = WindowRow & {
+export type CallInputRow = WindowRow & {
   conversation:
     | (Omit<Conversation, 'createdAt' | 'updatedAt'> & { createdAt: string; updatedAt: string; agent: Agent })
     | null;
-  mcpTools: McpToolSnapshot | null;
-  steeringCount: number;
+  turnState: { mcpTools: McpToolSnapshot | null; steeringCount: number } | null;
   turnRows: MessageBlockRow[] | null;
 };
+
+/**
+ * A call's input as columns (`CallInputRow`) of a statement whose CTEs include
+ * `windowCtes(sources)`; `turn` is the turn's id. For `read`, and for the claim that reads the
+ * first call's input with it (`TurnLeaseRepository.claim`).
+ */
+export function callInputSql(sources: WindowSources & { turn: string }): { ctes: string; columns: string } {
+  const { org, conversation, turn } = sources;
+  return {
+    ctes: windowCtes(sources),
+    columns: `${windowColumns(org, 'true')},
+      (SELECT row_to_json(x) FROM (
+         SELECT ${CONVERSATION_COLUMNS}, ${AGENT_JSON} AS agent
+         FROM conversations c JOIN agents a ON a.org_id = c.org_id AND a.id = c.agent_id
+         WHERE c.org_id = ${org} AND c.id = ${conversation}) x) AS conversation,
+      (SELECT json_build_object('mcpTools', t.mcp_tools, 'steeringCount', t.steering_count)
+         FROM turns t WHERE t.org_id = ${org} AND t.id = ${turn}) AS "turnState",
+      (SELECT json_agg(r ORDER BY r.seq, r."blockSeq") FROM (
+         SELECT ${MESSAGE_BLOCK_COLUMNS}
+         FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = ${org}
+         WHERE m.org_id = ${org} AND m.turn_id = ${turn}) r) AS "turnRows"`,
+  };
+}
+
+/** The `callInputSql` columns of a row; null without the conversation or the turn. */
+export function callInputOf(row: CallInputRow): CallInput | null {
+  if (!row.conversation || !row.turnState) return null;
+  const { agent, createdAt, updatedAt, ...conversation } = row.conversation;
+  return {
+    conversation: { ...conversation, createdAt: new Date(createdAt), updatedAt: new Date(updatedAt) },
+    agent,
+    window: windowOf(row),
+    turn: { messages: messagesOf(row.turnRows ?? []), ...row.turnState },
+  };
+}
+
+const READ = callInputSql({ org: '$1', conversation: '$2', before: '$3', limit: '$4', turn: '$5' });
 
 /**
  * What the next model call of a turn reads, in one statement (issue #29: a round trip and a
@@ -65,32 +102,11 @@ export class CallInputRepository {
       rows: [row],
     } = await runSql<CallInputRow>(
       this.em,
-      `WITH ${WINDOW_CTES}
-       SELECT ${WINDOW_COLUMNS},
-         (SELECT row_to_json(x) FROM (
-            SELECT ${CONVERSATION_COLUMNS}, ${AGENT_JSON} AS agent
-            FROM conversations c JOIN agents a ON a.org_id = c.org_id AND a.id = c.agent_id
-            WHERE c.org_id = $1 AND c.id = $2) x) AS conversation,
-         t.mcp_tools AS "mcpTools", t.steering_count AS "steeringCount",
-         (SELECT json_agg(r ORDER BY r.seq, r."blockSeq") FROM (
-            SELECT ${MESSAGE_BLOCK_COLUMNS}
-            FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
-            WHERE m.org_id = $1 AND m.turn_id = $6) r) AS "turnRows"
-       FROM turns t WHERE t.org_id = $1 AND t.id = $6 AND t.conversation_id = $2`,
-      [orgId, turn.conversationId, ...windowBounds({ ...opts, beforeTurnN: turn.n }), true, turn.id],
+      `WITH ${READ.ctes}
+       SELECT ${READ.columns} FROM turns t WHERE t.org_id = $1 AND t.id = $5 AND t.conversation_id = $2`,
+      [orgId, turn.conversationId, ...windowBounds({ ...opts, beforeTurnN: turn.n }), turn.id],
       { prepared: true },
     );
-    if (!row?.conversation) return null;
-    const { agent, createdAt, updatedAt, ...conversation } = row.conversation;
-    return {
-      conversation: { ...conversation, createdAt: new Date(createdAt), updatedAt: new Date(updatedAt) },
-      agent,
-      window: windowOf(row),
-      turn: {
-        messages: messagesOf(row.turnRows ?? []),
-        mcpTools: row.mcpTools,
-        steeringCount: row.steeringCount,
-      },
-    };
+    return row ? callInputOf(row) : null;
   }
 }

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { OrgId, Turn, TurnId, TurnKind, TurnStatus } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
+import { type CallInput, type CallInputRow, callInputOf, callInputSql } from './call-input.repository';
 import { TURN_COLUMNS } from './turn.repository';
+import { type WindowOptions, windowBounds } from './window.repository';
 
 export interface ClaimedTurn {
   turn: Turn;
@@ -13,6 +15,11 @@ export interface ClaimedTurn {
    * claim (see `callMessage`). Null otherwise, or when a cancel is requested or the position taken.
    */
   callMessageId?: string | null;
+  /**
+   * With `read`, for a turn claimed from `queued` with its call message fixed: what that first
+   * call reads (`CallInputRepository.read`), as of the claim, its message included.
+   */
+  input?: CallInput | null;
 }
 
 /** The message a held turn's next model call writes to; see `TurnLeaseRepository.callMessage`. */
@@ -43,6 +50,54 @@ function callMessageCtes(newId: string): string {
 const CALL_MESSAGE_ID = `COALESCE((SELECT id FROM created), (SELECT id FROM last WHERE role = 'assistant')) AS "messageId"`;
 
 /**
+ * The claim. The locked read keeps the status the turn had, which RETURNING alone cannot tell.
+ * `$6`: the id of the first call's message, when the claim fixes it.
+ */
+function claimSql(read?: { ctes: string; columns: string }): string {
+  return `WITH prev AS (
+       SELECT id AS prev_id, status AS prev_status, org_id AS prev_org_id,
+         conversation_id AS prev_conversation_id, cancel_requested_at IS NOT NULL AS prev_cancelled
+       FROM turns WHERE org_id = $1 AND id = $2 AND ($5::text IS NULL OR kind = $5) FOR UPDATE),
+     claimed AS (
+       UPDATE turns SET status = 'running', attempt = attempt + 1, lease_owner = $3,
+         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+       FROM prev WHERE id = prev_id AND (prev_status = 'queued' OR (prev_status = 'running'
+         AND (lease_owner = $3 OR lease_expires_at IS NULL OR lease_expires_at < now())))
+       RETURNING prev_status AS "from", ${TURN_COLUMNS}),
+     held AS (
+       SELECT prev_id AS id, prev_org_id AS org_id, prev_conversation_id AS conversation_id,
+         prev_cancelled AS cancelled
+       FROM prev WHERE $6::uuid IS NOT NULL AND prev_status = 'queued' AND EXISTS (SELECT 1 FROM claimed)),
+     ${callMessageCtes('$6')}${read ? `,\n     ${read.ctes}` : ''}
+     SELECT claimed.*, (SELECT ${CALL_MESSAGE_ID} FROM held) AS "callMessageId"${read ? `, ${read.columns}` : ''}
+     FROM claimed`;
+}
+
+const CLAIM = claimSql();
+
+/**
+ * The claim that also reads the first call's input (`callInputSql`), the window bounded by `$7`.
+ * The statement's reads see the rows as they were before it: the call message it creates is not
+ * among them (`withCallMessage`).
+ */
+const CLAIM_AND_READ = claimSql(
+  callInputSql({
+    org: '$1',
+    conversation: '(SELECT prev_conversation_id FROM prev)',
+    before: '(SELECT n FROM claimed)',
+    limit: '$7',
+    turn: '$2',
+  }),
+);
+
+/** The input with the call's message last, as the claim created it (empty) when it did. */
+function withCallMessage(input: CallInput | null, turnId: TurnId, messageId: string): CallInput | null {
+  if (!input || input.turn.messages.some((m) => m.id === messageId)) return input;
+  const created = { id: messageId, turnId, role: 'assistant' as const, blocks: [], attachmentIds: [] };
+  return { ...input, turn: { ...input.turn, messages: [...input.turn.messages, created] } };
+}
+
+/**
  * The lease protocol of a turn: a worker claims it (one at a time, with a lease it renews), fixes
  * the message each model call writes to, and hands it back; the reconciler finds the turns
  * nobody holds. Everything else about a turn is `TurnRepository`'s.
@@ -57,41 +112,51 @@ export class TurnLeaseRepository {
   /**
    * A worker takes the turn: a queued one, or a running one whose lease expired (its worker died)
    * or that it already holds. Sets `running`, counts the attempt. With `kind`, only a turn of that
-   * kind. Null when there is no such turn to take (settled, paused, another worker holds it…).
+   * kind. With `read` (and `callMessage`), the same statement reads the first call's input. Null
+   * when there is no such turn to take (settled, paused, another worker holds it…).
    */
   async claim(
     orgId: OrgId,
     turnId: TurnId,
     owner: string,
     leaseMs: number,
-    opts: { kind?: TurnKind; callMessage?: boolean } = {},
+    opts: { kind?: TurnKind; callMessage?: boolean; read?: Pick<WindowOptions, 'turnsReplayed'> } = {},
   ): Promise<ClaimedTurn | null> {
     if (!isUuid(turnId)) return null;
-    // The locked read keeps the status the turn had, which RETURNING alone cannot tell.
-    const { rows } = await runSql<Turn & { from: TurnStatus; callMessageId: string | null }>(
+    const read = opts.callMessage && opts.read;
+    const { rows } = await runSql<Turn & { from: TurnStatus; callMessageId: string | null } & CallInputRow>(
       this.em,
-      `WITH prev AS (
-         SELECT id AS prev_id, status AS prev_status, org_id AS prev_org_id,
-           conversation_id AS prev_conversation_id, cancel_requested_at IS NOT NULL AS prev_cancelled
-         FROM turns WHERE org_id = $1 AND id = $2 AND ($5::text IS NULL OR kind = $5) FOR UPDATE),
-       claimed AS (
-         UPDATE turns SET status = 'running', attempt = attempt + 1, lease_owner = $3,
-           lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-         FROM prev WHERE id = prev_id AND (prev_status = 'queued' OR (prev_status = 'running'
-           AND (lease_owner = $3 OR lease_expires_at IS NULL OR lease_expires_at < now())))
-         RETURNING prev_status AS "from", ${TURN_COLUMNS}),
-       held AS (
-         SELECT prev_id AS id, prev_org_id AS org_id, prev_conversation_id AS conversation_id,
-           prev_cancelled AS cancelled
-         FROM prev WHERE $6::uuid IS NOT NULL AND prev_status = 'queued' AND EXISTS (SELECT 1 FROM claimed)),
-       ${callMessageCtes('$6')}
-       SELECT claimed.*, (SELECT ${CALL_MESSAGE_ID} FROM held) AS "callMessageId" FROM claimed`,
-      [orgId, turnId, owner, leaseMs, opts.kind ?? null, opts.callMessage ? randomUUID() : null],
+      read ? CLAIM_AND_READ : CLAIM,
+      [
+        orgId,
+        turnId,
+        owner,
+        leaseMs,
+        opts.kind ?? null,
+        opts.callMessage ? randomUUID() : null,
+        ...(read ? [windowBounds(read)[1]] : []),
+      ],
       { prepared: true },
     );
     if (!rows.length) return null;
-    const { from, callMessageId, ...turn } = rows[0];
-    return { turn, from, ...(opts.callMessage && { callMessageId }) };
+    // The call input's columns beside the turn's: the rest is the turn.
+    const {
+      from,
+      callMessageId,
+      summary,
+      turns,
+      rows: past,
+      conversation,
+      turnState,
+      turnRows,
+      ...turn
+    } = rows[0];
+    const claimed: ClaimedTurn = { turn, from, ...(opts.callMessage && { callMessageId }) };
+    if (read) {
+      const input = callInputOf({ summary, turns, rows: past, conversation, turnState, turnRows });
+      claimed.input = callMessageId ? withCallMessage(input, turnId, callMessageId) : null;
+    }
+    return claimed;
   }
 
   /**

@@ -27,7 +27,7 @@ export interface WindowOptions {
 
 const NO_LIMIT = 2_147_483_647;
 
-/** `$3` (read before this turn number) and `$4` (how many turns) of `WINDOW_CTES`. */
+/** The window's `before` and `limit` (`windowCtes`) for `opts`. */
 export function windowBounds(opts: WindowOptions): [number, number] {
   return [
     opts.beforeTurnN ?? NO_LIMIT,
@@ -35,30 +35,44 @@ export function windowBounds(opts: WindowOptions): [number, number] {
   ];
 }
 
+/** Where the window's reads take their values: parameters, or expressions of a larger statement. */
+export interface WindowSources {
+  org: string;
+  conversation: string;
+  /** Only turns (and summaries) numbered before this one. */
+  before: string;
+  /** How many turns (`windowBounds`). */
+  limit: string;
+}
+
 /**
- * The window's reads over `$1` org, `$2` conversation and `windowBounds` as `$3`, `$4`. The turns
- * are the newest `$4` before the current one, then those from the summary's turn on: the same
- * turns as asking for the newest `$4` from the summary's turn on, read with the index backwards
- * whatever the planner guesses of the summary's turn.
+ * The window's reads as CTEs `summary`, `newest` and `past`. The turns are the newest `limit`
+ * before the current one, then those from the summary's turn on: the same turns as asking for the
+ * newest `limit` from the summary's turn on, read with the index backwards whatever the planner
+ * guesses of the summary's turn.
  */
-export const WINDOW_CTES = `summary AS (
+export function windowCtes({ org, conversation, before, limit }: WindowSources): string {
+  return `summary AS (
     SELECT id, seq, kind, payload, turn_n AS "turnN" FROM blocks
-    WHERE conversation_id = $2 AND kind = 'compaction' AND turn_n < $3 AND org_id = $1
+    WHERE conversation_id = ${conversation} AND kind = 'compaction' AND turn_n < ${before} AND org_id = ${org}
     ORDER BY turn_n DESC, seq DESC LIMIT 1),
   newest AS (
     SELECT id, n, kind, status FROM turns
-    WHERE conversation_id = $2 AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
-      AND n < $3 AND org_id = $1
-    ORDER BY n DESC LIMIT $4),
+    WHERE conversation_id = ${conversation} AND kind = 'turn' AND status IN ('completed', 'failed', 'cut_off')
+      AND n < ${before} AND org_id = ${org}
+    ORDER BY n DESC LIMIT ${limit}),
   past AS (SELECT * FROM newest WHERE n >= COALESCE((SELECT "turnN" FROM summary), 1))`;
+}
 
-/** The window as JSON columns (`WindowRow`); the summary's block only when `$5`. */
-export const WINDOW_COLUMNS = `(SELECT row_to_json(summary) FROM summary WHERE $5) AS summary,
+/** The window as JSON columns (`WindowRow`) after `windowCtes`; the summary's block only when `withSummary`. */
+export function windowColumns(org: string, withSummary: string): string {
+  return `(SELECT row_to_json(summary) FROM summary WHERE ${withSummary}) AS summary,
   (SELECT json_agg(past ORDER BY past.n) FROM past) AS turns,
   (SELECT json_agg(r ORDER BY r."turnId", r.seq, r."blockSeq") FROM (
      SELECT ${MESSAGE_BLOCK_COLUMNS}
-     FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = $1
-     WHERE m.turn_id IN (SELECT id FROM past) AND m.org_id = $1) r) AS rows`;
+     FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = ${org}
+     WHERE m.turn_id IN (SELECT id FROM past) AND m.org_id = ${org}) r) AS rows`;
+}
 
 export interface WindowRow {
   summary: (BlockRow & { turnN: number }) | null;
@@ -129,7 +143,8 @@ export class WindowRepository {
       rows: [row],
     } = await runSql<WindowRow>(
       this.em,
-      `WITH ${WINDOW_CTES} SELECT ${WINDOW_COLUMNS}`,
+      `WITH ${windowCtes({ org: '$1', conversation: '$2', before: '$3', limit: '$4' })}
+       SELECT ${windowColumns('$1', '$5')}`,
       [orgId, conversationId, ...windowBounds(opts), withSummary],
       { prepared: true },
     );
