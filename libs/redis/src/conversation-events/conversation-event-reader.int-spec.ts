@@ -94,6 +94,23 @@ async function withAnnouncements(conversationId: string, test: (told: string[]) 
   }
 }
 
+describe('ConversationEvents', () => {
+  it('keeps a stream for the retention after its last append, then lets it expire', async () => {
+    const retentionMs = 60_000;
+    const kept = new ConversationEvents(connections, prefix, retentionMs);
+    const conversation = ConversationId(randomUUID());
+    const key = conversationEventsKey(prefix, conversation);
+    await kept.publishAll(conversation, [delta(1)]);
+    const first = await redis.pttl(key);
+    expect(first).toBeGreaterThan(retentionMs - 5_000);
+    expect(first).toBeLessThanOrEqual(retentionMs);
+    await redis.pexpire(key, 1_000);
+    await kept.publishAll(conversation, [delta(2)]);
+    expect(await redis.pttl(key)).toBeGreaterThan(retentionMs - 5_000);
+    expect(await redis.xlen(key)).toBe(2);
+  });
+});
+
 describe('ConversationEventReader', () => {
   it('gives every subscriber of every conversation its new events in order, on two connections', async () => {
     const conversations = Array.from({ length: 20 }, () => randomUUID());

@@ -21,7 +21,7 @@ local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local parts = { newest[1] and newest[1][1] or '0-0', ARGV[3] }
 local ids = {}
 local size = 0
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local id
   if ARGV[3] == '' then
     id = redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[2], '*', 'e', ARGV[i])
@@ -33,6 +33,8 @@ for i = 5, #ARGV do
   parts[#parts + 1] = ARGV[i]
   size = size + #ARGV[i]
 end
+-- A conversation left alone past the retention has nothing left to replay: its stream goes too.
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
 if size <= tonumber(ARGV[4]) then
   redis.call('PUBLISH', ARGV[1], table.concat(parts, '\\n'))
 else
@@ -79,7 +81,8 @@ export function parseAnnouncement(message: string): Announcement {
 /**
  * A conversation's events as a Redis stream: workers append, the gateway reads. The stream id is the
  * SSE event id, so a client reconnecting with `Last-Event-ID` reads exactly what it missed.
- * Events older than the retention are trimmed on every append.
+ * Events older than the retention are trimmed on every append, and the stream of a conversation
+ * that has had none for as long expires.
  */
 export class ConversationEvents {
   private readonly writer: RedisClient;
@@ -183,7 +186,7 @@ export class ConversationEvents {
     const fields = events.map((event) => JSON.stringify(event));
     // EVAL, not EVALSHA: a Redis that lost its scripts (a restart) cannot answer NOSCRIPT and
     // have the retry overtaken by the appends sent after it.
-    const args = [key, channel, minId, trace, INLINE_MAX_BYTES, ...fields];
+    const args = [key, channel, minId, trace, INLINE_MAX_BYTES, this.retentionMs, ...fields];
     return (await this.writer.eval(APPEND_ALL_SCRIPT, 1, ...args)) as string[];
   }
 
