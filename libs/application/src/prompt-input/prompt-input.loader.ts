@@ -90,12 +90,11 @@ export class PromptInputLoader {
    * when the turn opens, so the reads here run side by side (the skills only when the turn has any).
    */
   async load(orgId: OrgId, turn: Turn, opts: PromptInputOptions): Promise<TurnPromptInput> {
-    const [input, selected, snapshot] = await Promise.all([
+    const [input, skills] = await Promise.all([
       this.callInputs.read(orgId, turn, { turnsReplayed: opts.limits.TURNS_REPLAYED }),
-      this.skillsById(orgId, turn.selectedSkillIds),
-      this.skillsById(orgId, turn.catalogueSkillIds),
+      this.turnSkills(orgId, turn),
     ]);
-    return this.complete(orgId, turn, found(input, `turn ${turn.id}`), { selected, snapshot }, opts);
+    return this.complete(orgId, turn, found(input, `turn ${turn.id}`), skills, opts);
   }
 
   /** As `load`, from the call input the turn's claim read (`TurnLeaseRepository.claim`'s `read`). */
@@ -105,24 +104,21 @@ export class PromptInputLoader {
     input: CallInput,
     opts: PromptInputOptions,
   ): Promise<TurnPromptInput> {
-    const [selected, snapshot] = await Promise.all([
-      this.skillsById(orgId, turn.selectedSkillIds),
-      this.skillsById(orgId, turn.catalogueSkillIds),
-    ]);
-    return this.complete(orgId, turn, input, { selected, snapshot }, opts);
+    return this.complete(orgId, turn, input, await this.turnSkills(orgId, turn), opts);
   }
 
+  /** `skills`: the turn's selected skills and its catalogue snapshot, as they are now (`turnSkills`). */
   private async complete(
     orgId: OrgId,
     turn: Turn,
     { conversation, agent, window, turn: read }: CallInput,
-    { selected, snapshot }: { selected: Skill[]; snapshot: Skill[] },
+    skills: Skill[],
     opts: PromptInputOptions,
   ): Promise<TurnPromptInput> {
     const turnId = turn.id;
     const model = modelOf(opts.catalogue, turn.model);
     const selectedSkills = turn.selectedSkillIds.map((id) => {
-      const skill = selected.find((s) => s.id === id);
+      const skill = skills.find((s) => s.id === id);
       // A deleted skill has no slug left to name: its id stands in.
       const slug = skill?.slug ?? id;
       if (!skill || !isSelectable({ ...skill, ownerId: skill.ownerId ?? '' }, conversation.userId)) {
@@ -131,7 +127,7 @@ export class PromptInputLoader {
       return skill;
     });
     const catalogue = turn.catalogueSkillIds.flatMap((id) =>
-      turn.selectedSkillIds.includes(id) ? [] : snapshot.filter((s) => s.id === id),
+      turn.selectedSkillIds.includes(id) ? [] : skills.filter((s) => s.id === id),
     );
     const { messages, mcpTools, steeringCount } = read;
     const [opening, ...currentTurn] = messages;
@@ -192,7 +188,9 @@ export class PromptInputLoader {
     };
   }
 
-  private async skillsById(orgId: OrgId, ids: string[]): Promise<Skill[]> {
+  /** The turn's selected skills and catalogue snapshot in one read; none when it has neither. */
+  private async turnSkills(orgId: OrgId, turn: Turn): Promise<Skill[]> {
+    const ids = unique([...turn.selectedSkillIds, ...turn.catalogueSkillIds]);
     return ids.length ? this.skills.getMany(orgId, ids) : [];
   }
 

@@ -57,7 +57,8 @@ export function callInputSql(sources: WindowSources & { turn: string }): { ctes:
          FROM conversations c JOIN agents a ON a.org_id = c.org_id AND a.id = c.agent_id
          WHERE c.org_id = ${org} AND c.id = ${conversation}) x) AS conversation,
       (SELECT json_build_object('mcpTools', t.mcp_tools, 'steeringCount', t.steering_count)
-         FROM turns t WHERE t.org_id = ${org} AND t.id = ${turn}) AS "turnState",
+         FROM turns t WHERE t.org_id = ${org} AND t.id = ${turn} AND t.conversation_id = ${conversation})
+        AS "turnState",
       (SELECT json_agg(r ORDER BY r.seq, r."blockSeq") FROM (
          SELECT ${MESSAGE_BLOCK_COLUMNS}
          FROM messages m LEFT JOIN blocks b ON b.message_id = m.id AND b.org_id = ${org}
@@ -65,7 +66,7 @@ export function callInputSql(sources: WindowSources & { turn: string }): { ctes:
   };
 }
 
-/** The `callInputSql` columns of a row; null without the conversation or the turn. */
+/** The `callInputSql` columns of a row; null without the conversation, or the turn in it. */
 export function callInputOf(row: CallInputRow): CallInput | null {
   if (!row.conversation || !row.turnState) return null;
   const { agent, createdAt, updatedAt, ...conversation } = row.conversation;
@@ -102,11 +103,10 @@ export class CallInputRepository {
       rows: [row],
     } = await runSql<CallInputRow>(
       this.em,
-      `WITH ${READ.ctes}
-       SELECT ${READ.columns} FROM turns t WHERE t.org_id = $1 AND t.id = $5 AND t.conversation_id = $2`,
+      `WITH ${READ.ctes} SELECT ${READ.columns}`,
       [orgId, turn.conversationId, ...windowBounds({ ...opts, beforeTurnN: turn.n }), turn.id],
       { prepared: true },
     );
-    return row ? callInputOf(row) : null;
+    return callInputOf(row);
   }
 }
