@@ -107,8 +107,8 @@ function setup() {
     written: true,
     blocks: blocks.map((b, i) => ({ ...b, seq: 10 + i }) as Block),
   }));
-  mocks.events.publish.mockResolvedValue(undefined as never);
-  mocks.events.publishAll.mockResolvedValue(undefined as never);
+  mocks.events.publish.mockResolvedValue('1-0');
+  mocks.events.publishAll.mockResolvedValue([]);
   return { sut, mocks };
 }
 
@@ -267,7 +267,7 @@ describe('CompactionService: MANUAL, a /compact turn', () => {
     mocks.models.streamChat.mockImplementation(
       answers(`Summary of turns 1–${N - 1}\n\n## Decisions\n- None.`),
     );
-    mocks.turns.updateStatus.mockResolvedValue(true as never);
+    mocks.turns.updateStatus.mockResolvedValue(turnOf('compaction', 'completed'));
   }
 
   it('claims the turn, writes the block and the portal line, and completes it', async () => {
@@ -307,14 +307,12 @@ describe('CompactionService: MANUAL, a /compact turn', () => {
   });
 
   it.each([
-    ['a settled turn is left alone', 'completed', true],
-    ['a turn another worker claimed is left to it', 'running', false],
-  ] as const)('%s', async (_, status, claimable) => {
+    ['a settled turn is left alone', 'completed'],
+    ['a turn another worker claimed is left to it', 'running'],
+  ] as const)('%s', async (_, status) => {
     const { sut, mocks } = setup();
     mocks.turns.get.mockResolvedValue(turnOf('compaction', status));
-    mocks.leases.claim.mockResolvedValue(
-      claimable ? { turn: turnOf('compaction', status), from: status } : null,
-    );
+    mocks.leases.claim.mockResolvedValue(null);
     await sut.run(job('MANUAL'), context());
     expect(mocks.leases.claim).toHaveBeenCalledTimes(status === 'completed' ? 0 : 1);
     expect(mocks.models.streamChat).not.toHaveBeenCalled();

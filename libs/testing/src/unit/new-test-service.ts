@@ -3,15 +3,15 @@
 import 'reflect-metadata';
 
 /** A class, abstract or not, whose instances are `T`. */
-export type Class<T = any> = abstract new (...args: any[]) => T;
+type Class<T = any> = abstract new (...args: any[]) => T;
 
 /** What Nest injects by: a class, or a string or symbol token (`@Inject(CONFIG)`). */
-export type Token = Class | string | symbol;
+type Token = Class | string | symbol;
 
 /** `{ name: Class }` → `{ name: jest.Mocked<instance> }`. */
-export type MocksOf<M extends Record<string, Class>> = { [K in keyof M]: jest.Mocked<InstanceType<M[K]>> };
+type MocksOf<M extends Record<string, Class>> = { [K in keyof M]: jest.Mocked<InstanceType<M[K]>> };
 
-export interface TestServiceOptions<M extends Record<string, Class>, C extends Record<string, Class>> {
+interface TestServiceOptions<M extends Record<string, Class>, C extends Record<string, Class>> {
   /** Injected dependencies the test drives, by the name it reads them as: each is an `automock`. */
   mocks?: M;
   /**
@@ -34,7 +34,7 @@ export interface TestServiceOptions<M extends Record<string, Class>, C extends R
   args?: (mocks: MocksOf<M> & MocksOf<C>) => unknown[];
 }
 
-export interface TestService<S, M extends Record<string, Class>, C extends Record<string, Class>> {
+interface TestService<S, M extends Record<string, Class>, C extends Record<string, Class>> {
   sut: S;
   mocks: MocksOf<M> & MocksOf<C>;
 }
@@ -74,17 +74,8 @@ export function newTestService<
   ]);
   const real = new Set<unknown>(options.real ?? []);
   const used = new Set<unknown>();
-  const building: unknown[] = [];
-
-  const build = (Class: new (...args: any[]) => unknown): unknown => {
-    if (building.includes(Class)) {
-      throw new Error(`Circular construction: ${[...building, Class].map(nameOf).join(' → ')}`);
-    }
-    building.push(Class);
-    const args = constructorTokens(Class).map((token, index) => resolve(Class, token, index));
-    building.pop();
-    return new Class(...args);
-  };
+  const build = (Class: new (...args: any[]) => unknown): unknown =>
+    new Class(...constructorTokens(Class).map((token, index) => resolve(Class, token, index)));
   const resolve = (owner: Class, token: unknown, index: number): unknown => {
     used.add(token);
     if (!instances.has(token)) {
@@ -153,16 +144,8 @@ function constructorTokens(Service: Class): unknown[] {
     throw new Error(`${Service.name} has no decorator metadata; pass its constructor arguments in \`args\``);
   }
   const tokens = [...types];
-  for (const { index, param } of declared) tokens[index] = forwardRefTarget(param);
+  for (const { index, param } of declared) tokens[index] = param;
   return tokens;
-}
-
-/** `@Inject(forwardRef(() => X))` stores `{ forwardRef: () => X }`. */
-function forwardRefTarget(param: unknown): unknown {
-  const ref = param as { forwardRef?: () => unknown } | null;
-  return typeof ref === 'object' && ref !== null && typeof ref.forwardRef === 'function'
-    ? ref.forwardRef()
-    : param;
 }
 
 /** Own members of each prototype from `Class` up to Object's; a subclass's member hides its parent's. */
