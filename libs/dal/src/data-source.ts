@@ -11,14 +11,6 @@ const MIGRATION_LOCK_KEY = 7_263_001;
 
 export type DataSourceOverrides = Omit<Partial<PostgresDataSourceOptions>, 'type' | 'url'>;
 
-/**
- * Named statements (`runSql`'s `prepared`) keep one plan per connection. Left to choose, Postgres
- * plans some of them again at every call (a custom plan looks cheaper when a parameter is NULL):
- * 0.28 ms of planning a conversation read, twice a turn (docs/benchmarks.md). Statements without a
- * name are planned with their values as before.
- */
-const GENERIC_PLANS = '-c plan_cache_mode=force_generic_plan';
-
 export function createDataSource(databaseUrl: string, overrides: DataSourceOverrides = {}): DataSource {
   return new DataSource({
     type: 'postgres',
@@ -28,7 +20,6 @@ export function createDataSource(databaseUrl: string, overrides: DataSourceOverr
     migrationsRun: false,
     synchronize: false,
     ...overrides,
-    extra: { options: GENERIC_PLANS, ...overrides.extra },
   });
 }
 
