@@ -1,4 +1,3 @@
-import { AttachmentId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
 import { decodeText, PDF_TYPE } from '@portal/application';
 import { AttachmentRepository, wholeTextChars, type PageText } from '@portal/dal';
@@ -122,7 +121,7 @@ export class DocumentIngestService {
     };
     const save = async (pages: PageText[], pagesRead: number, unreadable: number[]) => {
       const manifest = await inSpan(SPAN.ingestStore, { 'portal.pages.count': pages.length }, () =>
-        this.attachments.savePages(orgId, AttachmentId(attachment.id), pages, {
+        this.attachments.savePages(orgId, attachment.id, pages, {
           pagesRead,
           unreadablePages: unreadable,
         }),
@@ -166,7 +165,7 @@ export class DocumentIngestService {
     const manifest = await inSpan(SPAN.ingestStore, { 'portal.pages.count': batch.length }, () =>
       this.attachments.savePages(
         orgId,
-        AttachmentId(attachment.id),
+        attachment.id,
         batch,
         {
           status: 'finished',

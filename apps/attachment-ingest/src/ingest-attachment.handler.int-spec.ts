@@ -84,7 +84,7 @@ async function upload(
   filename: string,
   conversation: ConversationId | null = conversationId,
   handedOff = false,
-): Promise<string> {
+): Promise<AttachmentId> {
   const type = detectAttachmentType(bytes);
   if (!type.ok) throw new Error(type.reason);
   const id = AttachmentId(randomUUID());
@@ -104,8 +104,8 @@ async function upload(
   return created!.id;
 }
 
-const blob = (attachmentId: string, variant: BlobVariant) =>
-  blobs.get({ orgId: ORG, attachmentId: AttachmentId(attachmentId), variant });
+const blob = (attachmentId: AttachmentId, variant: BlobVariant) =>
+  blobs.get({ orgId: ORG, attachmentId, variant });
 /** The copy made at ingest: for the conversation's model (gpt-test), else the largest limits. */
 const OWN = reducedVariant(CATALOGUE[0].vision!);
 const LARGEST = reducedVariant({ maxLongSide: 2048, maxShortSide: 768 });
@@ -122,8 +122,8 @@ async function ingest(
     filename,
     opts.conversation === undefined ? conversationId : opts.conversation,
   );
-  await handler(opts.limits).handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
-  return (await attachments.getManifest(ORG, AttachmentId(id)))!;
+  await handler(opts.limits).handle({ orgId: ORG, attachmentId: id }, job());
+  return (await attachments.getManifest(ORG, id))!;
 }
 
 const solid = (width: number, height: number, background = '#c04020') =>
@@ -251,9 +251,9 @@ describe('pictures', () => {
       throw new Error('the volume is full');
     };
     await expect(
-      handler({}, attachments, full).handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job()),
+      handler({}, attachments, full).handle({ orgId: ORG, attachmentId: id }, job()),
     ).rejects.toThrow('the volume is full');
-    expect(await attachments.getManifest(ORG, AttachmentId(id))).toMatchObject({
+    expect(await attachments.getManifest(ORG, id)).toMatchObject({
       status: 'reading',
       picture: null,
     });
@@ -286,7 +286,7 @@ describe('PDF documents', () => {
       headings: ['Summary', 'Revenue', 'Outlook'],
       error: null,
     });
-    expect(await attachments.getPages(ORG, AttachmentId(manifest.id))).toEqual([
+    expect(await attachments.getPages(ORG, manifest.id)).toEqual([
       { page: 1, text: 'Quarterly report\nRevenue grew in the north.' },
       { page: 2, text: '' },
       { page: 3, text: 'Outlook\nThe outlook for revenue is good.' },
@@ -352,7 +352,7 @@ describe('text documents', () => {
     expect(manifest.pageCount).toBeGreaterThanOrEqual(pageCount);
     expect(manifest.pagesRead).toBe(manifest.pageCount);
     expect(manifest.headings.slice(0, 3)).toEqual(['Dựng prompt', 'Quy tắc chính', 'Ghép lượt']);
-    const pages = await attachments.getPages(ORG, AttachmentId(manifest.id));
+    const pages = await attachments.getPages(ORG, manifest.id);
     expect(pages.map((p) => p.text).join('')).toBe(SEED_VI.normalize('NFC'));
     expect(manifest.chars).toBe([...SEED_VI.normalize('NFC')].length + 2 * (pages.length - 1));
 
@@ -383,7 +383,7 @@ describe('text documents', () => {
   it('counts `chars` as the text a model reads: code points of the pages joined by a blank line', async () => {
     const text = `${'Tiếng Việt 😀👩‍👩‍👧\n'.repeat(120)}`;
     const manifest = await ingest(Buffer.from(text), 'notes.txt');
-    const pages = await attachments.getPages(ORG, AttachmentId(manifest.id));
+    const pages = await attachments.getPages(ORG, manifest.id);
     expect(pages.length).toBeGreaterThan(1);
     const sent = (await attachments.getTexts(ORG, [manifest.id])).get(manifest.id)!;
     expect(sent).toBe(pages.map((p) => p.text).join('\n\n'));
@@ -401,14 +401,14 @@ describe('text documents', () => {
         mimeType: 'text/markdown',
         headings: ['Tiếng Việt'],
       });
-      expect((await attachments.getPages(ORG, AttachmentId(manifest.id))).map((p) => p.text)).toEqual([text]);
+      expect((await attachments.getPages(ORG, manifest.id)).map((p) => p.text)).toEqual([text]);
     }
   });
 });
 
 describe('progress, events and idempotency', () => {
   it('updates the reading progress page by page and publishes it to the conversation', async () => {
-    const before = await events.lastId(ConversationId(conversationId));
+    const before = await events.lastId(conversationId);
     const seen: number[] = [];
     const spy = Object.create(attachments) as AttachmentRepository;
     spy.update = async (orgId, id, patch) => {
@@ -421,13 +421,10 @@ describe('progress, events and idempotency', () => {
     };
     const text = Array.from({ length: 5 }, (_, i) => `Page ${i + 1} `.padEnd(999, '.') + '\n').join('');
     const id = await upload(Buffer.from(text), 'five.txt');
-    await handler({ pageBatch: 1, progressMs: 0 }, spy).handle(
-      { orgId: ORG, attachmentId: AttachmentId(id) },
-      job(),
-    );
+    await handler({ pageBatch: 1, progressMs: 0 }, spy).handle({ orgId: ORG, attachmentId: id }, job());
     expect(seen).toEqual([0, 1, 2, 3, 4, 5]);
 
-    const published = (await events.readAfter(ConversationId(conversationId), before))
+    const published = (await events.readAfter(conversationId, before))
       .map((e) => e.event as Extract<PortalEvent, { type: 'attachment_progress' }>)
       .filter((e) => e.type === 'attachment_progress' && e.attachment.id === id)
       .map((e) => [e.attachment.status, e.attachment.pagesRead, e.attachment.pageCount]);
@@ -437,7 +434,7 @@ describe('progress, events and idempotency', () => {
   });
 
   it('reads while `reading` is written, and writes nothing before it lands', async () => {
-    const before = await events.lastId(ConversationId(conversationId));
+    const before = await events.lastId(conversationId);
     const written: string[] = [];
     const slow = Object.create(attachments) as AttachmentRepository;
     slow.update = async (orgId, id, patch) => {
@@ -446,18 +443,18 @@ describe('progress, events and idempotency', () => {
       return attachments.update(orgId, id, patch);
     };
     const id = await upload(await solid(64, 48).png().toBuffer(), 'quick.png');
-    await handler({}, slow).handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
+    await handler({}, slow).handle({ orgId: ORG, attachmentId: id }, job());
     expect(written).toEqual(['reading', 'finished']);
-    const published = (await events.readAfter(ConversationId(conversationId), before))
+    const published = (await events.readAfter(conversationId, before))
       .map((e) => e.event as Extract<PortalEvent, { type: 'attachment_progress' }>)
       .filter((e) => e.type === 'attachment_progress' && e.attachment.id === id)
       .map((e) => e.attachment.status);
     expect(published).toEqual(['reading', 'finished']);
-    expect((await attachments.getManifest(ORG, AttachmentId(id)))!.status).toBe('finished');
+    expect((await attachments.getManifest(ORG, id))!.status).toBe('finished');
   });
 
   it('writes pages in batches, progress with them, and publishes the first and the last', async () => {
-    const before = await events.lastId(ConversationId(conversationId));
+    const before = await events.lastId(conversationId);
     const writes: { pages: number[]; pagesRead?: number }[] = [];
     const spy = Object.create(attachments) as AttachmentRepository;
     spy.savePages = async (orgId, id, pages, patch, options) => {
@@ -466,18 +463,15 @@ describe('progress, events and idempotency', () => {
     };
     const text = Array.from({ length: 100 }, (_, i) => `Trang ${i + 1} `.padEnd(999, '.') + '\n').join('');
     const id = await upload(Buffer.from(text), 'hundred.txt');
-    await handler({ pageBatch: 32, progressMs: 60_000 }, spy).handle(
-      { orgId: ORG, attachmentId: AttachmentId(id) },
-      job(),
-    );
+    await handler({ pageBatch: 32, progressMs: 60_000 }, spy).handle({ orgId: ORG, attachmentId: id }, job());
     expect(writes.map((w) => w.pages.length)).toEqual([32, 32, 32, 4]);
     expect(writes.map((w) => w.pagesRead)).toEqual([32, 64, 96, 100]);
     expect(writes.flatMap((w) => w.pages)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
-    const pages = await attachments.getPages(ORG, AttachmentId(id));
+    const pages = await attachments.getPages(ORG, id);
     expect(pages.map((p) => p.text).join('')).toBe(text);
     expect((await attachments.search(ORG, [id], 'Trang 57'))[0]?.page).toBe(57);
 
-    const published = (await events.readAfter(ConversationId(conversationId), before))
+    const published = (await events.readAfter(conversationId, before))
       .map((e) => e.event as Extract<PortalEvent, { type: 'attachment_progress' }>)
       .filter((e) => e.type === 'attachment_progress' && e.attachment.id === id)
       .map((e) => [e.attachment.status, e.attachment.pagesRead, e.attachment.pageCount]);
@@ -491,9 +485,9 @@ describe('progress, events and idempotency', () => {
   it('running the job twice records nothing twice; a re-read after a crash replaces the pages', async () => {
     const text = 'Đoạn một.\n'.repeat(250);
     const id = await upload(Buffer.from(text), 'twice.txt');
-    await handler().handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
-    const first = await attachments.getPages(ORG, AttachmentId(id));
-    const manifest = await attachments.getManifest(ORG, AttachmentId(id));
+    await handler().handle({ orgId: ORG, attachmentId: id }, job());
+    const first = await attachments.getPages(ORG, id);
+    const manifest = await attachments.getManifest(ORG, id);
 
     // Delivered again once finished: nothing is read, not even the file.
     const reads: string[] = [];
@@ -502,17 +496,17 @@ describe('progress, events and idempotency', () => {
       reads.push(key.variant);
       return blobs.get(key);
     };
-    await handler({}, attachments, counted).handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
+    await handler({}, attachments, counted).handle({ orgId: ORG, attachmentId: id }, job());
     expect(reads).toEqual([]);
-    expect(await attachments.getPages(ORG, AttachmentId(id))).toEqual(first);
-    expect(await attachments.getManifest(ORG, AttachmentId(id))).toEqual(manifest);
+    expect(await attachments.getPages(ORG, id)).toEqual(first);
+    expect(await attachments.getManifest(ORG, id)).toEqual(manifest);
 
     // A worker died mid-read: the row says `reading` and holds a stale page past the end.
-    await attachments.update(ORG, AttachmentId(id), { status: 'reading', pagesRead: 1 });
-    await attachments.savePage(ORG, AttachmentId(id), first.length + 1, 'stale');
-    await handler().handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
-    expect(await attachments.getPages(ORG, AttachmentId(id))).toEqual(first);
-    expect(await attachments.getManifest(ORG, AttachmentId(id))).toEqual(manifest);
+    await attachments.update(ORG, id, { status: 'reading', pagesRead: 1 });
+    await attachments.savePage(ORG, id, first.length + 1, 'stale');
+    await handler().handle({ orgId: ORG, attachmentId: id }, job());
+    expect(await attachments.getPages(ORG, id)).toEqual(first);
+    expect(await attachments.getManifest(ORG, id)).toEqual(manifest);
     const [{ count }] = await ds.query(
       `SELECT count(*)::int AS count FROM attachment_pages WHERE attachment_id = $1`,
       [id],
@@ -527,14 +521,14 @@ describe('progress, events and idempotency', () => {
     broken.savePages = async () => {
       throw new Error('database went away');
     };
-    await expect(
-      handler({}, broken).handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job()),
-    ).rejects.toThrow('database went away');
-    expect((await attachments.getManifest(ORG, AttachmentId(id)))!.status).toBe('reading');
-    await expect(
-      handler({}, broken).handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job(2)),
-    ).rejects.toThrow('database went away');
-    expect(await attachments.getManifest(ORG, AttachmentId(id))).toMatchObject({
+    await expect(handler({}, broken).handle({ orgId: ORG, attachmentId: id }, job())).rejects.toThrow(
+      'database went away',
+    );
+    expect((await attachments.getManifest(ORG, id))!.status).toBe('reading');
+    await expect(handler({}, broken).handle({ orgId: ORG, attachmentId: id }, job(2))).rejects.toThrow(
+      'database went away',
+    );
+    expect(await attachments.getManifest(ORG, id)).toMatchObject({
       status: 'failed',
       error: 'internal error: database went away',
     });
@@ -545,40 +539,36 @@ describe("the gateway's hand-off", () => {
   it('is read while the blob store has no copy yet, and dropped once the attachment is finished', async () => {
     const id = await upload(await solid(1600, 900).jpeg().toBuffer(), 'handed.jpg', conversationId, true);
     expect(await blob(id, 'original')).toBeNull();
-    await handler().handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
-    expect(await attachments.getManifest(ORG, AttachmentId(id))).toMatchObject({
+    await handler().handle({ orgId: ORG, attachmentId: id }, job());
+    expect(await attachments.getManifest(ORG, id)).toMatchObject({
       status: 'finished',
       picture: { originalWidth: 1600, originalHeight: 900 },
     });
     expect(await blob(id, OWN)).not.toBeNull();
-    expect(await handoff.take({ orgId: ORG, attachmentId: AttachmentId(id) })).toBeNull();
+    expect(await handoff.take({ orgId: ORG, attachmentId: id })).toBeNull();
   });
 
   it('is dropped when the file fails, and without it or a stored copy the attachment fails', async () => {
     const id = await upload(Buffer.from('Hello'), 'gone.txt');
-    await handoff.put(
-      { orgId: ORG, attachmentId: AttachmentId(id) },
-      Buffer.from([0xff, 0xfe, 0x00]),
-      60_000,
-    );
-    await handler().handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
-    expect((await attachments.getManifest(ORG, AttachmentId(id)))!.status).toBe('failed');
-    expect(await handoff.take({ orgId: ORG, attachmentId: AttachmentId(id) })).toBeNull();
+    await handoff.put({ orgId: ORG, attachmentId: id }, Buffer.from([0xff, 0xfe, 0x00]), 60_000);
+    await handler().handle({ orgId: ORG, attachmentId: id }, job());
+    expect((await attachments.getManifest(ORG, id))!.status).toBe('failed');
+    expect(await handoff.take({ orgId: ORG, attachmentId: id })).toBeNull();
 
     const missing = await upload(Buffer.from('Hello'), 'missing.txt', conversationId, true);
-    await handoff.drop({ orgId: ORG, attachmentId: AttachmentId(missing) });
-    await handler().handle({ orgId: ORG, attachmentId: AttachmentId(missing) }, job());
-    expect(await attachments.getManifest(ORG, AttachmentId(missing))).toMatchObject({
+    await handoff.drop({ orgId: ORG, attachmentId: missing });
+    await handler().handle({ orgId: ORG, attachmentId: missing }, job());
+    expect(await attachments.getManifest(ORG, missing)).toMatchObject({
       status: 'failed',
       error: 'the uploaded file is missing',
     });
   });
 
   it("is scoped by org: another org's id finds nothing", async () => {
-    const id = randomUUID();
-    await handoff.put({ orgId: ORG, attachmentId: AttachmentId(id) }, Buffer.from('secret'), 60_000);
-    expect(await handoff.take({ orgId: OrgId('other'), attachmentId: AttachmentId(id) })).toBeNull();
-    expect(await handoff.take({ orgId: ORG, attachmentId: AttachmentId(id) })).toEqual(Buffer.from('secret'));
+    const id = AttachmentId(randomUUID());
+    await handoff.put({ orgId: ORG, attachmentId: id }, Buffer.from('secret'), 60_000);
+    expect(await handoff.take({ orgId: OrgId('other'), attachmentId: id })).toBeNull();
+    expect(await handoff.take({ orgId: ORG, attachmentId: id })).toEqual(Buffer.from('secret'));
   });
 });
 
@@ -605,13 +595,13 @@ describe('the attachment-ingest app', () => {
       await lastValueFrom(
         app.get(BullMqClient).emit(QueueName.Attachments, { orgId: ORG, attachmentId: id }),
       );
-      let manifest = await attachments.getManifest(ORG, AttachmentId(id));
+      let manifest = await attachments.getManifest(ORG, id);
       for (let i = 0; i < 200 && manifest?.status !== 'finished'; i++) {
         await new Promise((resolve) => setTimeout(resolve, 50));
-        manifest = await attachments.getManifest(ORG, AttachmentId(id));
+        manifest = await attachments.getManifest(ORG, id);
       }
       expect(manifest).toMatchObject({ status: 'finished', pageCount: 1 });
-      expect(await attachments.getPage(ORG, AttachmentId(id), 1)).toBe('Hello from the queue');
+      expect(await attachments.getPage(ORG, id, 1)).toBe('Hello from the queue');
     } finally {
       await app.close();
     }
@@ -621,7 +611,7 @@ describe('the attachment-ingest app', () => {
 describe('the model tools over ingested documents', () => {
   it('search_attachments finds the Vietnamese page and read_document reads it', async () => {
     const id = await upload(Buffer.from(SEED_VI), 'vi.txt');
-    await handler().handle({ orgId: ORG, attachmentId: AttachmentId(id) }, job());
+    await handler().handle({ orgId: ORG, attachmentId: id }, job());
     const tools = new AttachmentToolsService(attachments);
     const scope = { orgId: ORG, conversationId };
     const found = await tools.searchAttachments(scope, { query: 'bộ nhớ ngắn hạn', attachment_ids: [id] });
@@ -632,7 +622,7 @@ describe('the model tools over ingested documents', () => {
     expect(page).toBeGreaterThan(0);
     const read = await tools.readDocument(scope, { attachment_id: id, page });
     expect(read.content).toMatch(/bộ nhớ ngắn hạn/i);
-    const manifest: AttachmentManifest = (await attachments.getManifest(ORG, AttachmentId(id)))!;
+    const manifest: AttachmentManifest = (await attachments.getManifest(ORG, id))!;
     expect(read.content).toContain(`page ${page} of ${manifest.pageCount}`);
   });
 });

@@ -1,4 +1,3 @@
-import { AttachmentId } from '@portal/domain';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   BLOB_STORE,
@@ -43,13 +42,7 @@ export class PictureIngestService {
     const limits = visionLimitsFor(this.config.catalogue, ctx.model);
     // The copy first: the manifest never says `finished` before it is there.
     const copy = await inSpan(SPAN.ingestCopy, { 'portal.picture.format': probe.format }, () =>
-      this.copies.make(
-        { orgId, attachmentId: AttachmentId(attachment.id) },
-        original,
-        sizes,
-        limits,
-        probe.format,
-      ),
+      this.copies.make({ orgId, attachmentId: attachment.id }, original, sizes, limits, probe.format),
     ).catch((err: unknown) => {
       throw err instanceof PictureRenderError ? new UnreadableFileError(err.message) : err;
     });

@@ -1,9 +1,11 @@
+import type { AttachmentId } from './ids';
+
 export type AttachmentKind = 'document' | 'picture';
 export type AttachmentStatus = 'pending' | 'reading' | 'finished' | 'failed';
 
 /** The manifest of API.md `GET /v1/attachments/:id`. */
 export interface AttachmentManifest {
-  id: string;
+  id: AttachmentId;
   kind: AttachmentKind;
   filename: string;
   mimeType: string;

@@ -2,9 +2,6 @@ import type { OnModuleDestroy } from '@nestjs/common';
 import { openPdfDocument, type PdfDocument, type PdfReaderLimits } from './pdf-document';
 import { ReaderPool, type PdfReaderPoolOptions } from './reader-pool';
 
-export type { PdfDocument, PdfReaderLimits } from './pdf-document';
-export type { PdfReaderPoolOptions } from './reader-pool';
-
 /**
  * pdfjs-dist behind a small class, hardened for untrusted files: it runs in a worker thread of
  * its own (reader-thread.ts) with a heap limit and a deadline for the whole document

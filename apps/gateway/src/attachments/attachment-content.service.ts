@@ -34,13 +34,13 @@ export class AttachmentContentService {
   async picture(caller: Principal, attachmentId: AttachmentId): Promise<AttachmentContent> {
     const manifest = await this.attachments.manifest(caller, attachmentId);
     if (manifest.kind !== 'picture') throw noContent(attachmentId, 'a document is shown by its manifest');
-    const found = await this.repository.getForIngest(caller.orgId, AttachmentId(manifest.id));
+    const found = await this.repository.getForIngest(caller.orgId, manifest.id);
     if (manifest.status !== 'finished' || !manifest.picture || !found) {
       throw noContent(attachmentId, `the picture is ${manifest.status}, not read yet or unreadable`);
     }
     const limits = visionLimitsFor(this.config.catalogue, found.model);
     const copy = await this.copies.get(
-      { orgId: caller.orgId, attachmentId: AttachmentId(manifest.id) },
+      { orgId: caller.orgId, attachmentId: manifest.id },
       manifest.picture,
       limits,
     );

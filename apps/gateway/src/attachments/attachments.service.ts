@@ -85,7 +85,7 @@ export class AttachmentsService {
       this.queues.emit(
         QueueName.Attachments,
         new JobRecord(
-          { orgId: caller.orgId, attachmentId: AttachmentId(created.id) },
+          { orgId: caller.orgId, attachmentId: original.attachmentId },
           { jobId: `ingest-attachment:${created.id}:upload` },
         ),
       ),

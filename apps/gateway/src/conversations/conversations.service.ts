@@ -7,7 +7,7 @@ import {
   UsageRepository,
   type UsageTotals,
 } from '@portal/dal';
-import { type AgentId, AttachmentId, type ConversationId, DomainError, type Turn } from '@portal/domain';
+import { type AgentId, type ConversationId, DomainError, type Turn } from '@portal/domain';
 import { cutText } from '@portal/prompt';
 import { OwnershipService } from '../common/ownership.service';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
@@ -146,9 +146,7 @@ export class ConversationsService {
     );
     if (!attachmentIds) throw new DomainError('not_found', `Conversation ${conversationId} not found`);
     const removals = await Promise.allSettled(
-      attachmentIds.map((attachmentId) =>
-        this.blobs.removeAll({ orgId: caller.orgId, attachmentId: AttachmentId(attachmentId) }),
-      ),
+      attachmentIds.map((attachmentId) => this.blobs.removeAll({ orgId: caller.orgId, attachmentId })),
     );
     for (const failed of removals.filter((r) => r.status === 'rejected')) {
       this.logger.error(`conversation ${conversation.id}: bytes left behind (${String(failed.reason)})`);

@@ -11,6 +11,7 @@ import {
   type Skill,
 } from '@portal/dal';
 import {
+  AttachmentId,
   ConversationId,
   DomainError,
   OrgId,
@@ -86,7 +87,7 @@ const skill = (slug: string, over: Partial<Skill> = {}): Skill => ({
 });
 
 const manifest = (id: string, kind: 'document' | 'picture'): AttachmentManifest => ({
-  id,
+  id: AttachmentId(id),
   kind,
   filename: `${id}.bin`,
   mimeType: kind === 'picture' ? 'image/png' : 'application/pdf',

@@ -1,4 +1,4 @@
-import { AttachmentId, type AttachmentManifest, type ConversationId, type OrgId } from '@portal/domain';
+import type { AttachmentManifest, ConversationId, OrgId } from '@portal/domain';
 import type { AttachmentRepository } from '@portal/dal';
 
 /** The model's attachment tools, over the attachments of one conversation only. */
@@ -78,7 +78,7 @@ export class AttachmentToolsService {
         `${name}, page ${page}: this page has no readable text (no text layer, or it failed to read).\n${next(doc, page)}`,
       );
     }
-    const text = await this.attachments.getPage(scope.orgId, AttachmentId(doc.id), page);
+    const text = await this.attachments.getPage(scope.orgId, doc.id, page);
     if (text === null) {
       if (doc.status === 'failed')
         return error(`${name} could not be read: ${doc.error ?? 'unknown reason'}.`);

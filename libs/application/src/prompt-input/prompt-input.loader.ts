@@ -1,5 +1,5 @@
 import {
-  AttachmentId,
+  type AttachmentManifest,
   type ConversationId,
   DomainError,
   type Message,
@@ -215,7 +215,10 @@ export class PromptInputLoader {
   ): Promise<Record<string, AttachmentForPrompt>> {
     const ids = unique(shown.flatMap((s) => s.attachmentIds));
     if (!ids.length) return {};
-    const manifests = new Map((await this.attachments.getManifests(orgId, ids)).map((a) => [a.id, a]));
+    // Keyed by the plain ids the messages carry.
+    const manifests = new Map<string, AttachmentManifest>(
+      (await this.attachments.getManifests(orgId, ids)).map((a) => [a.id, a]),
+    );
     const inlinable = [...manifests.values()].filter(
       (a) => a.kind === 'document' && a.status === 'finished' && fitsInline(a.chars ?? 0, limits),
     );
@@ -234,10 +237,10 @@ export class PromptInputLoader {
         inlinable.map((a) => a.id),
       ),
       Promise.all(
-        pictureIds.map((attachmentId) => {
-          const picture = manifests.get(attachmentId)?.picture;
-          return picture && vision
-            ? this.pictures.get({ orgId, attachmentId: AttachmentId(attachmentId) }, picture, vision)
+        pictureIds.map((id) => {
+          const manifest = manifests.get(id);
+          return manifest?.picture && vision
+            ? this.pictures.get({ orgId, attachmentId: manifest.id }, manifest.picture, vision)
             : null;
         }),
       ),

@@ -1,9 +1,9 @@
-import type { AttachmentManifest } from '@portal/domain';
+import { AttachmentId, type AttachmentManifest } from '@portal/domain';
 import type { AttachmentEntity } from '../entities/attachment.entity';
 
 export function toAttachmentManifest(e: AttachmentEntity): AttachmentManifest {
   return {
-    id: e.id,
+    id: AttachmentId(e.id),
     kind: e.kind,
     filename: e.filename,
     mimeType: e.mimeType,

@@ -1,4 +1,4 @@
-import type { AgentId, ConversationId, OrgId, TurnId, UserId } from '@portal/domain';
+import type { AgentId, AttachmentId, ConversationId, OrgId, TurnId, UserId } from '@portal/domain';
 import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { Agent, Conversation } from '../records.types';
@@ -184,7 +184,7 @@ export class ConversationRepository {
     orgId: OrgId,
     userId: UserId,
     conversationId: ConversationId,
-  ): Promise<string[] | null> {
+  ): Promise<AttachmentId[] | null> {
     if (!isUuid(conversationId)) return null;
     return this.em.transaction(async (em) => {
       // The row's lock waits out a turn being opened on it, so that turn goes too.
@@ -196,7 +196,7 @@ export class ConversationRepository {
         [orgId, userId, conversationId],
       );
       if (!owned) return null;
-      const { rows: attachments } = await runSql<{ id: string }>(
+      const { rows: attachments } = await runSql<{ id: AttachmentId }>(
         em,
         `DELETE FROM attachments a WHERE a.org_id = $1 AND (
            a.conversation_id = $2
