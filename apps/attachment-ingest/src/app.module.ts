@@ -2,7 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { BlobStoreModule } from '@portal/application';
 import { DalModule } from '@portal/dal';
 import { QueueModule } from '@portal/queue';
-import { RedisConnections, RedisModule, ConversationEvents } from '@portal/redis';
+import { ConversationEvents, RedisModule } from '@portal/redis';
 import { AttachmentEvents } from './attachment-events';
 import { INGEST_CONFIG, type AttachmentIngestConfig } from './config';
 import { DocumentIngestService } from './document-ingest.service';
@@ -17,7 +17,8 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        RedisModule.forRoot(config.redis), // first, so that it closes last
+        // First, so that it closes last.
+        RedisModule.forRoot(config.redis, { prefix: config.prefix, retentionMs: config.eventRetentionMs }),
         DalModule.forRoot(config),
         BlobStoreModule.forRoot(config),
         QueueModule.forRoot(config),
@@ -38,9 +39,8 @@ export class AppModule {
         },
         {
           provide: AttachmentEvents,
-          useFactory: (redis: RedisConnections) =>
-            new AttachmentEvents(new ConversationEvents(redis, config.prefix, config.eventRetentionMs)),
-          inject: [RedisConnections],
+          useFactory: (events: ConversationEvents) => new AttachmentEvents(events),
+          inject: [ConversationEvents],
         },
         PictureIngestService,
         DocumentIngestService,

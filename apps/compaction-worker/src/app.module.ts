@@ -4,7 +4,7 @@ import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
 import { QueueModule } from '@portal/queue';
 import { observeModelCall, PortalMetrics } from '@portal/observability';
-import { RedisConnections, RedisModule, ConversationEvents } from '@portal/redis';
+import { ConversationEvents, RedisModule } from '@portal/redis';
 import { CompactHandler } from './compact.handler';
 import { CompactionService } from './compaction.service';
 import type { CompactionWorkerConfig } from './config';
@@ -25,18 +25,13 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        RedisModule.forRoot(config.redis), // first, so that it closes last
+        // First, so that it closes last.
+        RedisModule.forRoot(config.redis, { prefix: config.prefix, retentionMs: config.eventRetentionMs }),
         DalModule.forRoot(config),
         QueueModule.forRoot(config),
       ],
       providers: [
         { provide: ModelClientFactory, useFactory: () => new ModelClientFactory({ env: config.env }) },
-        {
-          provide: ConversationEvents,
-          useFactory: (redis: RedisConnections) =>
-            new ConversationEvents(redis, config.prefix, config.eventRetentionMs),
-          inject: [RedisConnections],
-        },
         {
           provide: CompactionService,
           useFactory: (

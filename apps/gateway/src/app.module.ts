@@ -31,7 +31,8 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        RedisModule.forRoot(config.redis), // first, so that it closes last
+        // First, so that it closes last.
+        RedisModule.forRoot(config.redis, { prefix: config.prefix, retentionMs: config.eventRetentionMs }),
         DalModule.forRoot(config),
         BlobStoreModule.forRoot(config),
         QueueModule.forRoot(config),

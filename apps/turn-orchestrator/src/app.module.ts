@@ -9,7 +9,7 @@ import {
 import { DalModule } from '@portal/dal';
 import { ModelClientFactory } from '@portal/model';
 import { BullMqClient, QueueModule } from '@portal/queue';
-import { RedisConnections, RedisModule, ConversationEvents } from '@portal/redis';
+import { RedisConnections, RedisModule } from '@portal/redis';
 import { DataSource } from 'typeorm';
 import type { TurnOrchestratorConfig } from './config';
 import { CONFIG } from './config.token';
@@ -38,19 +38,14 @@ export class AppModule implements OnApplicationShutdown {
     return {
       module: AppModule,
       imports: [
-        RedisModule.forRoot(config.redis), // first, so that it closes last
+        // First, so that it closes last.
+        RedisModule.forRoot(config.redis, { prefix: config.prefix, retentionMs: config.eventRetentionMs }),
         DalModule.forRoot(config),
         BlobStoreModule.forRoot(config),
         QueueModule.forRoot(config),
       ],
       providers: [
         { provide: CONFIG, useValue: config },
-        {
-          provide: ConversationEvents,
-          useFactory: (redis: RedisConnections) =>
-            new ConversationEvents(redis, config.prefix, config.eventRetentionMs),
-          inject: [RedisConnections],
-        },
         {
           provide: ModelClientFactory,
           useFactory: () =>

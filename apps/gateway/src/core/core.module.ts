@@ -1,5 +1,4 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { RedisConnections, ConversationEvents } from '@portal/redis';
 import { OwnershipService } from '../common/ownership.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -14,17 +13,8 @@ export class CoreModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: CoreModule,
-      providers: [
-        { provide: GATEWAY_CONFIG, useValue: config },
-        {
-          provide: ConversationEvents,
-          useFactory: (redis: RedisConnections) =>
-            new ConversationEvents(redis, config.prefix, config.eventRetentionMs),
-          inject: [RedisConnections],
-        },
-        ...SHARED,
-      ],
-      exports: [GATEWAY_CONFIG, ConversationEvents, ...SHARED],
+      providers: [{ provide: GATEWAY_CONFIG, useValue: config }, ...SHARED],
+      exports: [GATEWAY_CONFIG, ...SHARED],
     };
   }
 }
