@@ -13,11 +13,7 @@ import {
   type Db,
 } from '@portal/dal';
 import {
-  ConversationId,
   DomainError,
-  OrgId,
-  TurnId,
-  UserId,
   type Block,
   type Message,
   type Turn,
@@ -29,17 +25,16 @@ import { BrokenStreamError, ModelClientFactory, type ModelStreamEvent } from '@p
 import { resolveLimits } from '@portal/prompt';
 import { BullMqContext } from '@portal/queue';
 import { ConversationEvents } from '@portal/redis';
-import { conversationRecord, modelEntry, newTestService, turnRecord } from '@portal/testing/unit';
+import {
+  ID as RECORD_ID,
+  conversationRecord,
+  modelEntry,
+  newTestService,
+  turnRecord,
+} from '@portal/testing/unit';
 import { CompactionService } from './compaction.service';
 
-// Ids in one place, branded where they are made up (repositories take OrgId, TurnId…).
-const ID = {
-  org: OrgId('org-acme'),
-  conversation: ConversationId('conv-1'),
-  turn: TurnId('turn-9'),
-  user: UserId('user-alice'),
-  job: 'job-1',
-};
+const ID = { ...RECORD_ID, job: 'job-1' };
 const REQUEST = { auto: 'auto-3', manual: 'manual' };
 
 const MODEL = modelEntry({ price: { inputPerMTok: 2, outputPerMTok: 8, cachedInputPerMTok: 1 } });
@@ -48,7 +43,7 @@ const USAGE = { inputTokens: 1000, outputTokens: 250, cachedTokens: 0 };
 const N = 5;
 
 const turnOf = (kind: TurnKind, status: TurnStatus, over: Partial<Turn> = {}): Turn =>
-  turnRecord({ id: ID.turn, conversationId: ID.conversation, n: N, kind, status, model: MODEL.id, ...over });
+  turnRecord({ n: N, kind, status, model: MODEL.id, ...over });
 
 /** The model's summary of the running turn: its heading, and the person's request verbatim. */
 const SUMMARY = `Summary of turns 1–${N}\n\n## Requests\n- Turn ${N}: Keep going.\n\n## Decisions\n- Use Q3.`;
@@ -93,9 +88,7 @@ function setup() {
     ],
   });
   mocks.blocks.getBlock.mockResolvedValue(null);
-  mocks.conversations.get.mockResolvedValue(
-    conversationRecord({ orgId: ID.org, id: ID.conversation, userId: ID.user }),
-  );
+  mocks.conversations.get.mockResolvedValue(conversationRecord());
   mocks.agents.get.mockResolvedValue(null);
   mocks.blocks.listTurnMessages.mockResolvedValue(messagesOf(user(text('Keep going.'))));
   mocks.windows.readWindow.mockResolvedValue({ summary: null, turns: [] });

@@ -14,7 +14,6 @@ import {
   AttachmentId,
   ConversationId,
   DomainError,
-  OrgId,
   TurnId,
   UserId,
   type AttachmentManifest,
@@ -23,6 +22,7 @@ import {
   type TurnStatus,
 } from '@portal/domain';
 import {
+  ID as RECORD_ID,
   agentRecord,
   conversationRecord,
   modelEntry,
@@ -39,14 +39,10 @@ import { MessageChecksService } from './message-checks.service';
 import { MessagesService } from './messages.service';
 import { TurnOpeningService } from './turn-opening.service';
 
-// Ids in one place, branded where they are made up (repositories take OrgId, TurnId…).
 const ID = {
-  org: OrgId('org-acme'),
-  user: UserId('user-alice'),
+  ...RECORD_ID,
   otherUser: UserId('user-bob'),
-  conversation: ConversationId('conv-1'),
   otherConversation: ConversationId('conv-2'),
-  turn: TurnId('turn-1'),
   newTurn: TurnId('turn-2'),
 };
 
@@ -60,16 +56,16 @@ const CONFIG = {
 
 const CALLER: Principal = { orgId: ID.org, userId: ID.user, role: 'member', via: 'apiKey' };
 
-const AGENT = agentRecord({ orgId: ID.org, model: 'seeing', effort: 'low' });
+const AGENT = agentRecord({ model: 'seeing', effort: 'low' });
 
 function found(over: Partial<ConversationWithAgent> = {}): ConversationWithAgent {
-  const conversation = conversationRecord({
-    orgId: ID.org,
-    id: ID.conversation,
-    userId: ID.user,
-    agentId: AGENT.id,
-  });
-  return { conversation, agent: AGENT, activeTurnId: null, catalogueSkillIds: [], ...over };
+  return {
+    conversation: conversationRecord(),
+    agent: AGENT,
+    activeTurnId: null,
+    catalogueSkillIds: [],
+    ...over,
+  };
 }
 
 const skill = (slug: string, over: Partial<Skill> = {}): Skill => ({
@@ -103,8 +99,6 @@ const manifest = (id: string, kind: 'document' | 'picture'): AttachmentManifest 
 
 const turn = (status: TurnStatus, over: Partial<Turn> = {}): Turn =>
   turnRecord({
-    id: ID.turn,
-    conversationId: ID.conversation,
     status,
     effort: 'low',
     model: 'seeing',

@@ -1,21 +1,12 @@
 import { TurnRepository, type NewTurn } from '@portal/dal';
-import { ConversationId, OrgId, TurnId, UserId } from '@portal/domain';
-import { conversationRecord, newTestService, turnRecord } from '@portal/testing/unit';
+import { ID, conversationRecord, newTestService, turnRecord } from '@portal/testing/unit';
 import type { Principal } from '../common/principal.types';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { TurnOpeningService } from './turn-opening.service';
 
-// Ids in one place, branded where they are made up (repositories take OrgId, TurnId…).
-const ID = {
-  org: OrgId('org-acme'),
-  user: UserId('user-alice'),
-  conversation: ConversationId('conv-1'),
-  turn: TurnId('turn-3'),
-};
-
 const CALLER: Principal = { orgId: ID.org, userId: ID.user, role: 'member', via: 'apiKey' };
-const CONVERSATION = conversationRecord({ orgId: ID.org, id: ID.conversation, userId: ID.user });
+const CONVERSATION = conversationRecord();
 const INPUT: Omit<NewTurn, 'conversationId'> = {
   kind: 'turn',
   text: 'hello',
@@ -23,8 +14,6 @@ const INPUT: Omit<NewTurn, 'conversationId'> = {
   model: 'seeing',
 };
 const TURN = turnRecord({
-  id: ID.turn,
-  conversationId: ID.conversation,
   n: 3,
   effort: 'low',
   model: 'seeing',

@@ -1,15 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { PromptInputLoader, type TurnPromptInput } from '@portal/application';
 import { ToolResultRepository, TurnLeaseRepository, TurnRepository } from '@portal/dal';
-import {
-  ConversationId,
-  OrgId,
-  TurnId,
-  UserId,
-  type Message,
-  type Turn,
-  type TurnStatus,
-} from '@portal/domain';
+import { type Message, type Turn, type TurnStatus } from '@portal/domain';
 import {
   approval,
   assistant,
@@ -24,6 +16,7 @@ import {
 import type { StreamResult } from '@portal/model';
 import { resolveLimits } from '@portal/prompt';
 import {
+  ID as RECORD_ID,
   agentRecord,
   conversationRecord,
   modelEntry,
@@ -43,15 +36,7 @@ import { TurnEventsResync } from './turn-events-resync.service';
 import { TurnHandedBackError, TurnRunner } from './turn-runner.service';
 import { LeaseLostError, TurnStore } from './turn-store.service';
 
-// Ids in one place, branded where they are made up (repositories take OrgId, TurnId…).
-const ID = {
-  org: OrgId('org-1'),
-  // `makeTurn` (the transcripts below) names its turn t1.
-  turn: TurnId('t1'),
-  conversation: ConversationId('conv-1'),
-  user: UserId('user-1'),
-  worker: 'worker-a',
-};
+const ID = { ...RECORD_ID, worker: 'worker-a' };
 /** The assistant message `makeTurn` numbers second: where a turn's first call writes. */
 const CALL_MESSAGE = 'm2';
 const JOB = { orgId: ID.org, turnId: ID.turn };
@@ -69,25 +54,18 @@ const CONFIG_VALUE = {
 
 // The turn's effort differs from the agent's: the call must carry the turn's.
 const TURN = turnRecord({
-  id: ID.turn,
-  conversationId: ID.conversation,
   status: 'running',
   effort: 'high',
   model: MODEL.id,
 });
-const AGENT = agentRecord({ orgId: ID.org, model: MODEL.id, effort: 'medium' });
+const AGENT = agentRecord({ model: MODEL.id, effort: 'medium' });
 
 /** The turn as the loader reads it: the person's message, then `drafts`. */
 function inputOf(...drafts: MessageDraft[]): TurnPromptInput {
   const messages: Message[] = makeTurn('running', [user(text('Check Q3.')), ...drafts]).messages;
   return {
     turn: TURN,
-    conversation: conversationRecord({
-      orgId: ID.org,
-      id: ID.conversation,
-      userId: ID.user,
-      agentId: AGENT.id,
-    }),
+    conversation: conversationRecord(),
     agent: AGENT,
     model: MODEL,
     messages,

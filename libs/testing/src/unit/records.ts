@@ -7,6 +7,19 @@ import type { ModelEntry } from '@portal/model';
  * the fields a test is about given in `over`. Type imports from the DAL only, so none of it loads.
  */
 
+/**
+ * The ids the records default to, branded where they are made up (repositories take OrgId,
+ * TurnId…). The turn is `t1`, as `makeTurn` (`@portal/domain/testing`) names its turn. A spec
+ * adds the ids it needs beside them: `{ ...ID, otherUser: UserId('user-bob') }`.
+ */
+export const ID = {
+  org: OrgId('org-1'),
+  user: UserId('user-1'),
+  agent: AgentId('agent-1'),
+  conversation: ConversationId('conv-1'),
+  turn: TurnId('t1'),
+} as const;
+
 /** A catalogue model: no vision, no reasoning, $1 per million tokens of each kind. */
 export function modelEntry(over: Partial<ModelEntry> = {}): ModelEntry {
   const id = over.id ?? 'gpt-test';
@@ -22,11 +35,11 @@ export function modelEntry(over: Partial<ModelEntry> = {}): ModelEntry {
   };
 }
 
-/** Turn 1 of `conv-1`, queued, with no skills. */
+/** Turn 1 (`ID.turn`) of `ID.conversation`, queued, with no skills. */
 export function turnRecord(over: Partial<Turn> = {}): Turn {
   return {
-    id: TurnId('turn-1'),
-    conversationId: ConversationId('conv-1'),
+    id: ID.turn,
+    conversationId: ID.conversation,
     n: 1,
     kind: 'turn',
     status: 'queued',
@@ -40,13 +53,13 @@ export function turnRecord(over: Partial<Turn> = {}): Turn {
   };
 }
 
-/** An untitled conversation of `user-1` with `agent-1`. */
+/** An untitled conversation (`ID.conversation`) of `ID.user` with `ID.agent`. */
 export function conversationRecord(over: Partial<Conversation> = {}): Conversation {
   return {
-    orgId: OrgId('org-1'),
-    id: ConversationId('conv-1'),
-    userId: UserId('user-1'),
-    agentId: AgentId('agent-1'),
+    orgId: ID.org,
+    id: ID.conversation,
+    userId: ID.user,
+    agentId: ID.agent,
     title: null,
     createdAt: new Date(0),
     updatedAt: new Date(0),
@@ -57,8 +70,8 @@ export function conversationRecord(over: Partial<Conversation> = {}): Conversati
 /** An agent with instructions only: no tools, MCP servers, reviewer or compaction guidance. */
 export function agentRecord(over: Partial<Agent> = {}): Agent {
   return {
-    orgId: OrgId('org-1'),
-    id: AgentId('agent-1'),
+    orgId: ID.org,
+    id: ID.agent,
     name: 'Helper',
     instructions: 'Be brief.',
     model: 'gpt-test',
