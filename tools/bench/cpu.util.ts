@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import type { Client } from 'pg';
 import { readRedisUrl } from '@portal/contracts';
 
 const CLK_TCK = (() => {
@@ -78,4 +79,37 @@ export async function redisCommandsSoFar(): Promise<number> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** What bench:turns and bench:turn-floor read before and after a stretch of turns. */
+export interface TurnAccounts {
+  /** CPU ms so far per process group. */
+  cpu: Record<string, number | null>;
+  /** Commands the Redis server ran (its own count, whole server). */
+  redisCommands: number;
+}
+
+/**
+ * CPU time so far of a turn's processes: the gateway, the orchestrator, the Postgres backends
+ * serving `pg`'s database (`pg`'s own left out), Redis (shared with anything else using it), and
+ * this process (the client, the fake model and its proxy); and Redis's command count.
+ */
+export async function turnAccounts(
+  pg: Client,
+  pids: { gateway: number | undefined; orchestrator: number | undefined },
+): Promise<TurnAccounts> {
+  const backends = await pg.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+  );
+  const redisPid = await redisServerPid();
+  return {
+    redisCommands: await redisCommandsSoFar(),
+    cpu: {
+      gateway: cpuMs(pids.gateway),
+      'turn-orchestrator': cpuMs(pids.orchestrator),
+      'postgres (bench db backends)': cpuMsOfAll(backends.rows.map((r) => r.pid)),
+      'redis (whole server)': cpuMs(redisPid ?? undefined),
+      'bench client + fake model': ownCpuMs(),
+    },
+  };
 }

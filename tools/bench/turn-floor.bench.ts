@@ -10,8 +10,20 @@ import IORedis from 'ioredis';
 import OpenAI from 'openai';
 import { Client, Pool } from 'pg';
 import type { ApiClient, EventSubscription } from '@portal/testing';
-import { figure, numberArg as arg, percentile, runMain } from './stats.util';
-import { baselineTimes, cpuPerTurn, printCpuPerTurn, streamAnswer, TURN_TARGETS } from './turn-figures.util';
+import { numberArg as arg, percentile, runMain } from './stats.util';
+import {
+  baselineTimes,
+  concurrentTurns,
+  cpuPerTurn,
+  printCpuPerTurn,
+  printLatencyRows,
+  printLoadRows,
+  printVerdicts,
+  redisCommandsPerTurn,
+  sequentialTurns,
+  streamAnswer,
+  type TurnTiming,
+} from './turn-figures.util';
 
 /**
  * `npm run bench:turn-floor`: the least a one-call turn of the target design can cost on this
@@ -34,10 +46,7 @@ import { baselineTimes, cpuPerTurn, printCpuPerTurn, streamAnswer, TURN_TARGETS 
 const TURNS = arg('turns', 200);
 const CONCURRENCY = arg('concurrency', 20);
 const PER_CONVERSATION = arg('per-conversation', 15);
-/** As bench:turns: a new conversation every 20 sequential turns (the claim reads 20 turns back). */
-const LATENCY_TURNS_PER_CONVERSATION = 20;
 const WARM_UP_TURNS = 20;
-/** Issue #29. */
 const AUTH = 'Bearer pk_floor';
 const QUEUE = 'turns';
 // The portal's turn options (libs/queue/src/job-options.ts), copied: they are the design's.
@@ -261,16 +270,13 @@ function startChild(
 
 // --- The bench (the parent process) --------------------------------------------------------------
 
-interface TurnSample {
-  marker: string;
-  postedAt: number;
-  acceptedAt: number;
-  latencyMs: number;
-  status: string;
-}
-
 /** As bench:turns' client: an SSE stream kept open, then POST and wait for turn_finished on it. */
-async function turn(api: ApiClient, conversation: string, events: EventSubscription, marker: string) {
+async function turn(
+  api: ApiClient,
+  conversation: string,
+  events: EventSubscription,
+  marker: string,
+): Promise<TurnTiming> {
   const from = events.events.length;
   const postedAt = performance.now();
   const res = await api.post(`/v1/conversations/${conversation}/messages`, {
@@ -296,18 +302,17 @@ async function turn(api: ApiClient, conversation: string, events: EventSubscript
 
 async function main(): Promise<void> {
   // Imported here, not at the top: the children load this file and must hold none of the portal.
-  const { ApiClient, startFakeOpenAI, subscribeEvents } = await import('@portal/testing');
-  const { cpuMs, cpuMsOfAll, ownCpuMs, redisCommandsSoFar, redisServerPid } = await import('./cpu.util');
+  const { ApiClient, deleteRedisPrefix, startFakeOpenAI, subscribeEvents } = await import('@portal/testing');
+  const { readRedisUrl } = await import('@portal/contracts');
+  const { dropDatabase, ensureDatabase } = await import('@portal/dal');
+  const { turnAccounts } = await import('./cpu.util');
   const { startTimingProxy } = await import('./timing-proxy.util');
 
   const serverUrl = new URL(process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/portal');
-  const dbName = `turn_floor_${randomUUID().slice(0, 8)}`;
-  const admin = new Client({ connectionString: new URL('/postgres', serverUrl).href });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const dbUrl = new URL(`/${dbName}`, serverUrl).href;
+  const dbUrl = new URL(`/turn_floor_${randomUUID().slice(0, 8)}`, serverUrl).href;
+  await ensureDatabase(dbUrl);
   const prefix = `floor-${randomUUID().slice(0, 8)}`;
-  const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+  const redisUrl = readRedisUrl(process.env);
   const fake = await startFakeOpenAI({ defaultResponder: () => 'OK.' });
   const proxy = await startTimingProxy(fake.baseURL, (body) => ({
     marker: [...body.toString('utf8').matchAll(/\[bench:([\w-]+)\]/g)].at(-1)?.[1] ?? null,
@@ -335,32 +340,18 @@ async function main(): Promise<void> {
       streams.push(events);
       return { id, events };
     };
-    const redisPid = await redisServerPid();
     /** CPU ms so far per process, as bench:turns counts them, and Redis's command count. */
-    const accounts = async () => {
-      const backends = await pg.query<{ pid: number }>(
-        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
-      );
-      return {
-        redisCommands: await redisCommandsSoFar(),
-        cpu: {
-          gateway: cpuMs(gw.child.pid),
-          'turn-orchestrator': cpuMs(orch.child.pid),
-          'postgres (bench db backends)': cpuMsOfAll(backends.rows.map((r) => r.pid)),
-          'redis (whole server)': cpuMs(redisPid ?? undefined),
-          'bench client + fake model': ownCpuMs(),
-        } as Record<string, number | null>,
-      };
-    };
-    type Accounts = Awaited<ReturnType<typeof accounts>>;
+    const accounts = () => turnAccounts(pg, { gateway: gw.child.pid, orchestrator: orch.child.pid });
+    const send = (c: { id: string; events: EventSubscription }, marker: string) =>
+      turn(api, c.id, c.events, marker);
 
     console.log(
       `load average at start: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
-    let warm = await open();
-    for (let i = 0; i < WARM_UP_TURNS; i++) await turn(api, warm.id, warm.events, `warm-${i}`);
+    const warm = await open();
+    for (let i = 0; i < WARM_UP_TURNS; i++) await send(warm, `warm-${i}`);
 
     // 1. Baseline (bench:turns' method): the floor's last model request, replayed by the SDK straight
     //    to the fake (through the proxy).
@@ -369,88 +360,38 @@ async function main(): Promise<void> {
 
     // 2. Latency: one turn at a time.
     const beforeSequential = await accounts();
-    const sequential: TurnSample[] = [];
-    for (let i = 0; i < TURNS; i++) {
-      if (i % LATENCY_TURNS_PER_CONVERSATION === 0) warm = await open();
-      sequential.push(await turn(api, warm.id, warm.events, `seq-${i}`));
-    }
+    const sequential = await sequentialTurns(TURNS, open, send);
     const afterSequential = await accounts();
     const modelMs = new Map(proxy.timings.filter((t) => t.marker).map((t) => [t.marker!, t.ms]));
-    const latencies = sequential.map((s) => s.latencyMs);
-    const addedPerTurn = sequential.map((s) => s.latencyMs - (modelMs.get(s.marker) ?? NaN));
 
     // 3. Throughput: CONCURRENCY conversations, each sending its turns one after another.
     const parallel = await Promise.all(Array.from({ length: CONCURRENCY }, open));
-    await Promise.all(parallel.map((c, i) => turn(api, c.id, c.events, `tp-warm-${i}`)));
+    await Promise.all(parallel.map((c, i) => send(c, `tp-warm-${i}`)));
     const beforeLoad = await accounts();
-    const started = performance.now();
-    const loaded = (
-      await Promise.all(
-        parallel.map(async (c, ci) => {
-          const out: TurnSample[] = [];
-          for (let i = 0; i < PER_CONVERSATION; i++)
-            out.push(await turn(api, c.id, c.events, `tp-${ci}-${i}`));
-          return out;
-        }),
-      )
-    ).flat();
-    const wallMs = performance.now() - started;
+    const load = await concurrentTurns(parallel, PER_CONVERSATION, send);
     const afterLoad = await accounts();
-    const turnsPerSecond = loaded.length / (wallMs / 1000);
+    const loaded = load.samples;
 
     // --- Report: bench:turns' figure names, the issue's targets beside them ----------------------
-    const fmt = (ms: number) => figure(ms).padStart(8);
-    const W = 58;
-    const row = (label: string, values: number[], target = '') =>
-      console.log(
-        `${label.padEnd(W)}${fmt(percentile(values, 50))}${fmt(percentile(values, 99))}${fmt(Math.max(...values))}${target}`,
-      );
-    const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-    const addedP50 = percentile(addedPerTurn, 50);
-    const addedP99 = percentile(addedPerTurn, 99);
-    console.log(`\n${'(ms)'.padEnd(W)}${'p50'.padStart(8)}${'p99'.padStart(8)}${'max'.padStart(8)}   target`);
-    row(`baseline: openai SDK stream to the fake (${baseTimes.length})`, baseTimes);
-    row(
-      `  model call as the proxy saw the floor's`,
-      sequential.map((s) => modelMs.get(s.marker) ?? NaN),
-    );
-    row(`floor: POST → turn_finished received (${sequential.length})`, latencies);
-    row(
-      `  POST answered (202)`,
-      sequential.map((s) => s.acceptedAt - s.postedAt),
-    );
-    const pX = (p: number) => fmt(percentile(latencies, p) - percentile(baseTimes, p));
-    console.log(`${'added: floor pX − baseline pX'.padEnd(W)}${pX(50)}${pX(99)}`);
-    row(
-      `added per turn: latency − its model call`,
-      addedPerTurn,
-      `   p50 < ${TURN_TARGETS.addedP50Ms}, p99 < ${TURN_TARGETS.addedP99Ms}`,
-    );
-    row(
-      `under load (${CONCURRENCY} conversations): latency`,
-      loaded.map((s) => s.latencyMs),
-    );
-    console.log(
-      `throughput: ${loaded.length} turns in ${(wallMs / 1000).toFixed(2)} s over ${CONCURRENCY} conversations = ${turnsPerSecond.toFixed(1)} turns/s   (target ≥ ${TURN_TARGETS.turnsPerSecond})`,
-    );
+    const addedPerTurn = printLatencyRows('floor', baseTimes, sequential, modelMs, true);
+    const turnsPerSecond = printLoadRows(CONCURRENCY, load, true);
     const failed = [...sequential, ...loaded].filter((s) => s.status !== 'completed').length;
     console.log(`turns not completed: ${failed}`);
 
     const floorCpu = printCpuPerTurn(
       cpuPerTurn(beforeSequential, afterSequential, sequential.length),
       cpuPerTurn(beforeLoad, afterLoad, loaded.length),
-      W,
+      [
+        redisCommandsPerTurn(beforeSequential, afterSequential, sequential.length),
+        redisCommandsPerTurn(beforeLoad, afterLoad, loaded.length),
+      ],
     );
-    const commands = (a: Accounts, b: Accounts, turns: number) => (a.redisCommands - b.redisCommands) / turns;
-    console.log(
-      `  ${'Redis commands run (whole server)'.padEnd(W - 2)}${fmt(commands(afterSequential, beforeSequential, sequential.length))}${fmt(commands(afterLoad, beforeLoad, loaded.length))}`,
-    );
-    console.log(
-      `\ntargets (issue #29): added p50 < ${TURN_TARGETS.addedP50Ms} ms: ${verdict(addedP50 < TURN_TARGETS.addedP50Ms)}; ` +
-        `added p99 < ${TURN_TARGETS.addedP99Ms} ms: ${verdict(addedP99 < TURN_TARGETS.addedP99Ms)}; ` +
-        `≥ ${TURN_TARGETS.turnsPerSecond} turns/s: ${verdict(turnsPerSecond >= TURN_TARGETS.turnsPerSecond)}; ` +
-        `CPU per turn ≤ ${TURN_TARGETS.cpuPerTurnMs} ms: ${verdict(floorCpu <= TURN_TARGETS.cpuPerTurnMs)}`,
-    );
+    printVerdicts({
+      addedP50: percentile(addedPerTurn, 50),
+      addedP99: percentile(addedPerTurn, 99),
+      turnsPerSecond,
+      cpuPerTurn: floorCpu,
+    });
     console.log(
       `load average at end: ${loadavg()
         .map((l) => l.toFixed(2))
@@ -463,17 +404,8 @@ async function main(): Promise<void> {
       children.map((c) => new Promise((r) => (c.exitCode !== null ? r(0) : c.once('exit', r)))),
     );
     await pg.end().catch(() => undefined);
-    // The queue's keys: SCAN, not KEYS, as the Redis is shared.
-    const keys = new IORedis(redisUrl);
-    let cursor = '0';
-    do {
-      const [next, found] = await keys.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (found.length) await keys.del(...found);
-      cursor = next;
-    } while (cursor !== '0');
-    keys.disconnect();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await deleteRedisPrefix(redisUrl, prefix); // the queue's keys
+    await dropDatabase(dbUrl);
     proxy.server.closeAllConnections();
     proxy.server.close();
     await fake.close();

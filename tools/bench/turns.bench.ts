@@ -1,7 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import type { PortalEvent } from '@portal/contracts';
 import {
@@ -19,10 +18,25 @@ import {
   type RunningPortal,
   type SseEvent,
 } from '@portal/testing';
-import { cpuMs, cpuMsOfAll, ownCpuMs, redisCommandsSoFar, redisServerPid } from './cpu.util';
-import { figure, numberArg as arg, percentile, runMain } from './stats.util';
-import { startTimingProxy } from './timing-proxy.util';
-import { baselineTimes, cpuPerTurn, printCpuPerTurn, TURN_TARGETS } from './turn-figures.util';
+import { turnAccounts, type TurnAccounts } from './cpu.util';
+import { median, numberArg as arg, percentile, runMain } from './stats.util';
+import { epochMs, startTimingProxy } from './timing-proxy.util';
+import {
+  baselineTimes,
+  cell,
+  concurrentTurns,
+  cpuPerTurn,
+  printCpuPerTurn,
+  printLatencyRows,
+  printLoadRows,
+  printPercentiles,
+  printVerdicts,
+  redisCommandsPerTurn,
+  sequentialTurns,
+  TURN_TARGETS,
+  WIDTH,
+  type TurnTiming,
+} from './turn-figures.util';
 import { buildServices } from './build.util';
 
 /**
@@ -54,8 +68,6 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const TURNS = arg('turns', 200);
 const CONCURRENCY = arg('concurrency', 20);
 const PER_CONVERSATION = arg('per-conversation', 15);
-/** Sequential turns per conversation in the latency run (memory replays at most 20 past turns). */
-const LATENCY_TURNS_PER_CONVERSATION = 20;
 const WARM_UP_TURNS = 20;
 /** Marker prefix and count of the turns whose model streams slowly, to time the first text. */
 const FIRST_TEXT = 'ft-';
@@ -91,10 +103,6 @@ function answerFor(request: FakeRequest): FakeScript {
     : 'OK.';
 }
 
-// --- Numbers -----------------------------------------------------------------------------------
-
-const fmt = (ms: number) => figure(ms).padStart(8);
-
 // --- The portal --------------------------------------------------------------------------------
 
 function bootstrap() {
@@ -112,16 +120,14 @@ function bootstrap() {
   };
 }
 
-interface TurnSample {
+interface TurnSample extends TurnTiming {
   turnId: string;
-  /** Client clock, ms since epoch (performance.timeOrigin based), at POST and at turn_finished. */
-  postedAt: number;
-  acceptedAt: number;
+  /**
+   * Client clock at turn_finished, ms since epoch (performance.timeOrigin based), as postedAt and
+   * acceptedAt are.
+   */
   finishedAt: number;
-  latencyMs: number;
-  status: string;
   events: SseEvent[];
-  marker: string;
   /** Client clock when the turn's first text delta arrived. */
   firstTextAt: number;
 }
@@ -146,18 +152,17 @@ class BenchConversation {
 
   async turn(marker: string): Promise<TurnSample> {
     const from = this.events.events.length;
-    const now = () => performance.timeOrigin + performance.now();
-    const postedAt = now();
+    const postedAt = epochMs();
     const res = await this.api.post(`/v1/conversations/${this.id}/messages`, {
       text: `[bench:${marker}] Say OK.`,
     });
-    const acceptedAt = now();
+    const acceptedAt = epochMs();
     if (res.status !== 202 || res.body.steered)
       throw new Error(`message: ${res.status} ${JSON.stringify(res.body)}`);
     const turnId = res.body.turnId as string;
     const firstText = this.events
       .waitFor((e) => e.data.type === 'text_delta' && e.data.turnId === turnId, { from, timeoutMs: 30_000 })
-      .then(now);
+      .then(epochMs);
     const finish = await this.events.waitFor(
       (e) => e.data.type === 'turn_finished' && e.data.turnId === turnId,
       {
@@ -165,7 +170,7 @@ class BenchConversation {
         timeoutMs: 30_000,
       },
     );
-    const finishedAt = now();
+    const finishedAt = epochMs();
     return {
       turnId,
       postedAt,
@@ -186,13 +191,9 @@ class BenchConversation {
 
 // --- Resources ---------------------------------------------------------------------------------
 
-interface Accounts {
-  /** CPU ms per process group. */
-  cpu: Record<string, number | null>;
+interface Accounts extends TurnAccounts {
   /** Writes so far of each service, by where they went (io-count.preload.js). */
   writes: Record<string, Record<string, number>>;
-  /** Commands the Redis server ran (its own count, whole server). */
-  redisCommands: number;
 }
 
 const COUNTED_APPS = ['gateway', 'turn-orchestrator'] as const;
@@ -213,29 +214,12 @@ async function writesOf(dir: string, pid: number | undefined): Promise<Record<st
   return {};
 }
 
-/**
- * CPU time so far of the portal's processes: the gateway, the orchestrator, the Postgres backends
- * serving the bench database, Redis (shared with anything else using it), and this process (the
- * client, the fake model and its proxy).
- */
+/** The services' writes so far, then CPU time so far of the portal's processes (turnAccounts). */
 async function accounts(portal: RunningPortal, pg: Client, countDir: string): Promise<Accounts> {
-  const backends = await pg.query<{ pid: number }>(
-    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
-  );
-  const redisPid = await redisServerPid();
   const writes: Accounts['writes'] = {};
   for (const app of COUNTED_APPS) writes[app] = await writesOf(countDir, portal.pid(app));
-  return {
-    writes,
-    redisCommands: await redisCommandsSoFar(),
-    cpu: {
-      gateway: cpuMs(portal.pid('gateway')),
-      'turn-orchestrator': cpuMs(portal.pid('turn-orchestrator')),
-      'postgres (bench db backends)': cpuMsOfAll(backends.rows.map((r) => r.pid)),
-      'redis (whole server)': cpuMs(redisPid ?? undefined),
-      'bench client + fake model': ownCpuMs(),
-    },
-  };
+  const pids = { gateway: portal.pid('gateway'), orchestrator: portal.pid('turn-orchestrator') };
+  return { writes, ...(await turnAccounts(pg, pids)) };
 }
 
 /** Per turn, each service's writes by where they went. */
@@ -379,7 +363,6 @@ function summariseProfiles(dir: string, top = 12): string[] {
 
 // --- Measurements ------------------------------------------------------------------------------
 
-/** The portal's request for one turn, replayed as is (model, messages, tools). */
 /** Milliseconds of a Redis stream id (the Redis server's clock, the same host as the client). */
 const streamMs = (id: string) => Number(id.split('-')[0]);
 
@@ -432,7 +415,7 @@ function orderProblems(samples: TurnSample[]): string[] {
   });
 }
 
-/** The figures a run with tracing off is compared on with one with tracing on. */
+/** A run's headline figures: the summary of runs, and tracing off against on. */
 interface Summary {
   addedP50: number;
   addedP99: number;
@@ -442,10 +425,18 @@ interface Summary {
   serviceCpu: number;
   /** CPU ms per turn under load of the gateway, the orchestrator and Postgres. */
   portalCpu: number;
+  /** CPU ms per turn under load of each of them. */
+  cpu: { gateway: number; orchestrator: number; postgres: number };
   /** Model's first text chunk → the client's first text delta, p50 ms. */
   firstTextP50: number;
   /** Writes per turn (sequential) of the gateway and the orchestrator, every destination. */
   writes: number;
+  /** Writes per turn (sequential) to Postgres of each service: its round trips. */
+  postgresWrites: { gateway: number; orchestrator: number };
+  /** Writes per turn (sequential) to Redis of each service. */
+  redisWrites: { gateway: number; orchestrator: number };
+  /** Commands per turn (sequential) the Redis server ran (whole server). */
+  redisCommands: number;
 }
 
 /** One whole run; with `receiver`, every service exports its spans to it. */
@@ -475,9 +466,14 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
   const pg = new Client({ connectionString: portal.database.url });
   await pg.connect();
   try {
+    const open = async () => {
+      const c = await BenchConversation.open(portal, api);
+      conversations.push(c);
+      return c;
+    };
+    const send = (c: BenchConversation, marker: string) => c.turn(marker);
     // Warm up: connections, JIT, the first turn's title call.
-    let warm = await BenchConversation.open(portal, api);
-    conversations.push(warm);
+    const warm = await open();
     for (let i = 0; i < WARM_UP_TURNS; i++) await warm.turn(`warm-${i}`);
 
     // 1. Baseline: the very request the portal sent for a turn, straight to the fake.
@@ -489,56 +485,32 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     if (profileDir)
       for (const app of ['gateway', 'turn-orchestrator'] as const) process.kill(portal.pid(app)!, 'SIGWINCH');
     const beforeSequential = await accounts(portal, pg, countDir);
-    const sequential: TurnSample[] = [];
-    for (let i = 0; i < TURNS; i++) {
-      if (i % LATENCY_TURNS_PER_CONVERSATION === 0) {
-        warm = await BenchConversation.open(portal, api);
-        conversations.push(warm);
-      }
-      sequential.push(await warm.turn(`seq-${i}`));
-    }
+    const sequential = await sequentialTurns(TURNS, open, send);
     const afterSequential = await accounts(portal, pg, countDir);
 
     // 2b. First text: the model's first text chunk (as the proxy passed it on) → the client's
     // first text_delta, with the rest of the answer still streaming.
-    const slow = await BenchConversation.open(portal, api);
-    conversations.push(slow);
+    const slow = await open();
     const firstTextSamples: TurnSample[] = [];
     for (let i = 0; i < FIRST_TEXT_TURNS; i++) firstTextSamples.push(await slow.turn(`${FIRST_TEXT}${i}`));
     const proxyFirstText = new Map(proxy.timings.map((t) => [t.marker, t.firstTextAt]));
     const firstTextAdded = firstTextSamples.map((s) => s.firstTextAt - (proxyFirstText.get(s.marker) ?? NaN));
 
     const modelMs = new Map(proxy.timings.filter((t) => !t.title && t.marker).map((t) => [t.marker!, t.ms]));
-    const latencies = sequential.map((s) => s.latencyMs);
-    const addedPerTurn = sequential.map((s) => s.latencyMs - (modelMs.get(s.marker) ?? NaN));
 
     // 3. Throughput: CONCURRENCY conversations, each sending its turns one after another.
-    const parallel = await Promise.all(
-      Array.from({ length: CONCURRENCY }, () => BenchConversation.open(portal, api)),
-    );
-    conversations.push(...parallel);
+    const parallel = await Promise.all(Array.from({ length: CONCURRENCY }, open));
     // Their first turns (and title calls) before the clock starts, so every conversation is warm.
     await Promise.all(parallel.map((c, i) => c.turn(`tp-warm-${i}`)));
     const beforeLoad = await accounts(portal, pg, countDir);
-    const started = performance.now();
-    const loaded = (
-      await Promise.all(
-        parallel.map(async (c, ci) => {
-          const out: TurnSample[] = [];
-          for (let i = 0; i < PER_CONVERSATION; i++) out.push(await c.turn(`tp-${ci}-${i}`));
-          return out;
-        }),
-      )
-    ).flat();
-    const wallMs = performance.now() - started;
-    const turnsPerSecond = loaded.length / (wallMs / 1000);
+    const load = await concurrentTurns(parallel, PER_CONVERSATION, send);
     const afterLoad = await accounts(portal, pg, countDir);
+    const loaded = load.samples;
 
     // 4. Optional: Postgres work per turn, on 50 more sequential turns between flushed statistics.
     let db: { turns: number; before: DbCounters; after: DbCounters } | null = null;
     if (DB_STATS) {
-      const c = await BenchConversation.open(portal, api);
-      conversations.push(c);
+      const c = await open();
       await c.turn('db-warm'); // turn 1 (and its title call) out of the count
       await statsSettle();
       const before = await dbCounters(pg);
@@ -550,36 +522,12 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     // --- Report --------------------------------------------------------------------------------
     const all = [...sequential, ...loaded];
     const failed = all.filter((s) => s.status !== 'completed').length;
-    const W = 58;
-    const row = (label: string, values: number[]) =>
-      console.log(
-        `${label.padEnd(W)}${fmt(percentile(values, 50))}${fmt(percentile(values, 99))}${fmt(Math.max(...values))}`,
-      );
-    console.log(`\n${'(ms)'.padEnd(W)}${'p50'.padStart(8)}${'p99'.padStart(8)}${'max'.padStart(8)}`);
-    row(`baseline: openai SDK stream to the fake (${baseTimes.length})`, baseTimes);
-    row(
-      `  model call as the proxy saw the portal's`,
-      sequential.map((s) => modelMs.get(s.marker) ?? NaN),
+    const addedPerTurn = printLatencyRows('portal', baseTimes, sequential, modelMs);
+    printPercentiles(
+      `first text: model's first chunk → client's first delta (${firstTextAdded.length})`,
+      firstTextAdded,
     );
-    row(`portal: POST → turn_finished received (${sequential.length})`, latencies);
-    row(
-      `  POST answered (202)`,
-      sequential.map((s) => s.acceptedAt - s.postedAt),
-    );
-    console.log(
-      `${'added: portal pX − baseline pX'.padEnd(W)}${fmt(percentile(latencies, 50) - percentile(baseTimes, 50))}${fmt(
-        percentile(latencies, 99) - percentile(baseTimes, 99),
-      )}`,
-    );
-    row(`added per turn: latency − its model call`, addedPerTurn);
-    row(`first text: model's first chunk → client's first delta (${firstTextAdded.length})`, firstTextAdded);
-    row(
-      `under load (${CONCURRENCY} conversations): latency`,
-      loaded.map((s) => s.latencyMs),
-    );
-    console.log(
-      `throughput: ${loaded.length} turns in ${(wallMs / 1000).toFixed(2)} s over ${CONCURRENCY} conversations = ${turnsPerSecond.toFixed(1)} turns/s`,
-    );
+    const turnsPerSecond = printLoadRows(CONCURRENCY, load);
     const disordered = orderProblems(all);
     console.log(
       `turns not completed: ${failed}; turns whose events arrived out of order: ${disordered.length}`,
@@ -603,30 +551,27 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
         ['deliver', 'turn_finished → at the client (SSE)'],
       ];
       for (const [key, text] of names)
-        row(
+        printPercentiles(
           `  ${text}`,
           parts.map((p) => p[key]),
         );
     }
 
     const loadCpu = cpuPerTurn(beforeLoad, afterLoad, loaded.length);
+    const seqCommands = redisCommandsPerTurn(beforeSequential, afterSequential, sequential.length);
     const portalCpu = printCpuPerTurn(
       cpuPerTurn(beforeSequential, afterSequential, sequential.length),
       loadCpu,
-      W,
+      [seqCommands, redisCommandsPerTurn(beforeLoad, afterLoad, loaded.length)],
     );
 
     const seqWrites = writesPerTurn(beforeSequential, afterSequential, sequential.length);
     const loadWrites = new Map(writesPerTurn(beforeLoad, afterLoad, loaded.length));
     console.log(
-      `\nWrites per turn (each a system call; to Postgres and Redis, a round trip)${''.padEnd(W - 73)}${'seq'.padStart(8)}${'load'.padStart(8)}`,
+      `\nWrites per turn (each a system call; to Postgres and Redis, a round trip)${''.padEnd(WIDTH - 73)}${'seq'.padStart(8)}${'load'.padStart(8)}`,
     );
     for (const [name, n] of seqWrites)
-      console.log(`  ${name.padEnd(W - 2)}${fmt(n)}${fmt(loadWrites.get(name) ?? NaN)}`);
-    const commands = (a: Accounts, b: Accounts, turns: number) => (a.redisCommands - b.redisCommands) / turns;
-    console.log(
-      `  ${'Redis commands run (whole server)'.padEnd(W - 2)}${fmt(commands(afterSequential, beforeSequential, sequential.length))}${fmt(commands(afterLoad, beforeLoad, loaded.length))}`,
-    );
+      console.log(`  ${name.padEnd(WIDTH - 2)}${cell(n)}${cell(loadWrites.get(name) ?? NaN)}`);
 
     if (db) {
       const d = (k: Exclude<keyof DbCounters, 'tables'>) =>
@@ -661,6 +606,8 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
         console.log(`    ${x.t.padEnd(28)}${cells.join('')}${x.w.toFixed(1).padStart(14)}`);
       }
     }
+    const cpuOf = new Map(loadCpu);
+    const writesTo = new Map(seqWrites);
     return {
       addedP50: percentile(addedPerTurn, 50),
       addedP99: percentile(addedPerTurn, 99),
@@ -669,12 +616,24 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
         50,
       ),
       turnsPerSecond,
-      serviceCpu: loadCpu
-        .filter(([n]) => n === 'gateway' || n === 'turn-orchestrator')
-        .reduce((t, [, ms]) => t + ms, 0),
+      serviceCpu: cpuOf.get('gateway')! + cpuOf.get('turn-orchestrator')!,
       portalCpu,
+      cpu: {
+        gateway: cpuOf.get('gateway')!,
+        orchestrator: cpuOf.get('turn-orchestrator')!,
+        postgres: cpuOf.get('postgres (bench db backends)')!,
+      },
       firstTextP50: percentile(firstTextAdded, 50),
       writes: seqWrites.reduce((t, [, n]) => t + n, 0),
+      postgresWrites: {
+        gateway: writesTo.get('gateway → postgres') ?? NaN,
+        orchestrator: writesTo.get('turn-orchestrator → postgres') ?? NaN,
+      },
+      redisWrites: {
+        gateway: writesTo.get('gateway → redis') ?? NaN,
+        orchestrator: writesTo.get('turn-orchestrator → redis') ?? NaN,
+      },
+      redisCommands: seqCommands,
     };
   } finally {
     for (const c of conversations) c.close();
@@ -694,24 +653,44 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
   }
 }
 
-/** Each run's headline figures, their median, and the targets they are held to. */
+/** Each run's headline figures and per-turn counts, their median, and the targets they are held to. */
 function printMedians(runs: Summary[]): void {
-  const median = (values: number[]) => percentile(values, 50);
   const W = 50;
   const rows: [string, (s: Summary) => number, string][] = [
     ['added per turn p50 (ms)', (s) => s.addedP50, `< ${TURN_TARGETS.addedP50Ms}`],
     ['added per turn p99 (ms)', (s) => s.addedP99, `< ${TURN_TARGETS.addedP99Ms}`],
     [`turns/s, ${CONCURRENCY} conversations`, (s) => s.turnsPerSecond, `≥ ${TURN_TARGETS.turnsPerSecond}`],
     ['CPU per turn under load, gw + orch + pg (ms)', (s) => s.portalCpu, `≤ ${TURN_TARGETS.cpuPerTurnMs}`],
-    ['first text added, p50 (ms)', (s) => s.firstTextP50, '< 3'],
-    ['writes per turn, gw + orch', (s) => s.writes, ''],
+    ['  gateway', (s) => s.cpu.gateway, ''],
+    ['  turn-orchestrator', (s) => s.cpu.orchestrator, ''],
+    ['  postgres (bench db backends)', (s) => s.cpu.postgres, ''],
+    ['first text added, p50 (ms)', (s) => s.firstTextP50, `< ${TURN_TARGETS.firstTextMs}`],
+    ['writes per turn (seq), gw + orch', (s) => s.writes, ''],
+    ['  gateway → postgres (round trips)', (s) => s.postgresWrites.gateway, ''],
+    ['  turn-orchestrator → postgres (round trips)', (s) => s.postgresWrites.orchestrator, ''],
+    ['  gateway → redis', (s) => s.redisWrites.gateway, ''],
+    ['  turn-orchestrator → redis', (s) => s.redisWrites.orchestrator, ''],
+    ['Redis commands per turn (seq, whole server)', (s) => s.redisCommands, ''],
   ];
   const runCols = runs.map((_, i) => `run ${i + 1}`.padStart(8)).join('');
   console.log(`\nsummary of ${runs.length} run(s)\n${''.padEnd(W)}${runCols}${'median'.padStart(8)}  target`);
   for (const [label, pick, target] of rows) {
     const values = runs.map(pick);
-    console.log(`${label.padEnd(W)}${values.map(fmt).join('')}${fmt(median(values))}  ${target}`);
+    console.log(
+      `${label.padEnd(W)}${values.map(cell).join('')}${cell(median(values))}${target && `  ${target}`}`,
+    );
   }
+  const of = (pick: (s: Summary) => number) => median(runs.map(pick));
+  printVerdicts(
+    {
+      addedP50: of((s) => s.addedP50),
+      addedP99: of((s) => s.addedP99),
+      turnsPerSecond: of((s) => s.turnsPerSecond),
+      cpuPerTurn: of((s) => s.portalCpu),
+      firstTextP50: of((s) => s.firstTextP50),
+    },
+    ', on the medians',
+  );
 }
 
 async function main(): Promise<void> {
@@ -736,7 +715,7 @@ async function main(): Promise<void> {
     const W = 44;
     console.log(`${''.padEnd(W)}${'off'.padStart(8)}${'on'.padStart(8)}${'on−off'.padStart(8)}`);
     const line = (label: string, a: number, b: number) =>
-      console.log(`${label.padEnd(W)}${fmt(a)}${fmt(b)}${fmt(b - a)}`);
+      console.log(`${label.padEnd(W)}${cell(a)}${cell(b)}${cell(b - a)}`);
     line('added per turn p50 (ms)', off.addedP50, on.addedP50);
     line('added per turn p99 (ms)', off.addedP99, on.addedP99);
     line('latency under load p50 (ms)', off.loadedP50, on.loadedP50);
