@@ -146,9 +146,7 @@ describe('without a bootstrap file', () => {
       id: 'demo',
       role: 'admin',
     });
-    expect(
-      await new AgentRepository(db.dataSource).get(OrgId(DEMO.orgId), AgentId(DEMO.agentId)),
-    ).toMatchObject({
+    expect(await new AgentRepository(db.dataSource).get(DEMO.orgId, DEMO.agentId)).toMatchObject({
       model: 'seeing',
       effort: 'medium',
     });
@@ -162,17 +160,17 @@ describe('without a bootstrap file', () => {
   it('keeps changes people made to the demo agent, but moves it off a model that left the catalogue', async () => {
     await service({}).apply();
     const agents = new AgentRepository(db.dataSource);
-    const agent = (await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId)))!;
-    await agents.upsert(OrgId(DEMO.orgId), { ...agent, name: 'Helper', model: 'blind' });
+    const agent = (await agents.get(DEMO.orgId, DEMO.agentId))!;
+    await agents.upsert(DEMO.orgId, { ...agent, name: 'Helper', model: 'blind' });
     await service({}).apply();
-    expect(await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId))).toMatchObject({
+    expect(await agents.get(DEMO.orgId, DEMO.agentId)).toMatchObject({
       name: 'Helper',
       model: 'blind',
     });
 
     const onlySeeing = MODELS_YAML.slice(0, MODELS_YAML.indexOf('  - id: blind'));
     await service({ PORTAL_MODELS_FILE: tempFile('models.yaml', onlySeeing) }).apply();
-    expect(await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId))).toMatchObject({
+    expect(await agents.get(DEMO.orgId, DEMO.agentId)).toMatchObject({
       name: 'Helper',
       model: 'seeing',
     });

@@ -8,7 +8,7 @@ import { OidcService } from '../auth/oidc.service';
 import { GATEWAY_CONFIG, type GatewayConfig } from '../config';
 import { BootstrapError, newApiKey, readBootstrapFile, type BootstrapFile } from './bootstrap-file.util';
 
-export const DEMO = { orgId: 'demo', userId: 'demo', agentId: 'assistant' } as const;
+export const DEMO = { orgId: OrgId('demo'), userId: UserId('demo'), agentId: AgentId('assistant') } as const;
 
 export interface BootstrapResult {
   /** A demo API key created by this run: printed once, stored only hashed. */
@@ -62,11 +62,13 @@ export class BootstrapService implements OnApplicationBootstrap {
       new AgentRepository(em),
     ];
     for (const [o, org] of doc.orgs.entries()) {
-      await orgs.upsert(OrgId(org.id), org.name ?? org.id);
+      const orgId = OrgId(org.id);
+      await orgs.upsert(orgId, org.name ?? org.id);
       for (const [u, user] of org.users.entries()) {
-        await users.upsert(OrgId(org.id), UserId(user.id), user.role);
+        const userId = UserId(user.id);
+        await users.upsert(orgId, userId, user.role);
         try {
-          await users.addApiKey(OrgId(org.id), UserId(user.id), user.apiKey);
+          await users.addApiKey(orgId, userId, user.apiKey);
         } catch (err) {
           if (!(err instanceof DalError && err.code === 'api_key_taken')) throw err;
           throw new BootstrapError(
@@ -75,20 +77,21 @@ export class BootstrapService implements OnApplicationBootstrap {
         }
       }
       const removed = await users.removeUnlisted(
-        OrgId(org.id),
+        orgId,
         org.users.map((user) => user.id),
       );
       if (removed.length) this.logger.log(`Org "${org.id}": removed users ${removed.join(', ')}`);
       const skillIds = new Map<string, string>();
       for (const { owner, ...skill } of org.skills) {
-        const stored = await skills.upsert(OrgId(org.id), { ...skill, ownerId: owner });
+        const stored = await skills.upsert(orgId, { ...skill, ownerId: owner });
         skillIds.set(stored.slug, stored.id);
       }
       for (const { skills: slugs, ...agent } of org.agents) {
-        await agents.upsert(OrgId(org.id), { ...agent, id: AgentId(agent.id) });
+        const agentId = AgentId(agent.id);
+        await agents.upsert(orgId, { ...agent, id: agentId });
         await agents.setSkills(
-          OrgId(org.id),
-          AgentId(agent.id),
+          orgId,
+          agentId,
           slugs.map((slug) => skillIds.get(slug)!),
         );
       }
@@ -100,13 +103,12 @@ export class BootstrapService implements OnApplicationBootstrap {
     const defaultModel = this.config.catalogue[0].id;
     return this.dataSource.transaction(async (em) => {
       const [users, agents] = [new UserRepository(em), new AgentRepository(em)];
-      await new OrgRepository(em).upsert(OrgId(DEMO.orgId), 'Demo');
-      if (!(await users.get(OrgId(DEMO.orgId), UserId(DEMO.userId))))
-        await users.upsert(OrgId(DEMO.orgId), UserId(DEMO.userId), 'admin');
-      const agent = await agents.get(OrgId(DEMO.orgId), AgentId(DEMO.agentId));
+      await new OrgRepository(em).upsert(DEMO.orgId, 'Demo');
+      if (!(await users.get(DEMO.orgId, DEMO.userId))) await users.upsert(DEMO.orgId, DEMO.userId, 'admin');
+      const agent = await agents.get(DEMO.orgId, DEMO.agentId);
       if (!agent) {
-        await agents.upsert(OrgId(DEMO.orgId), {
-          id: AgentId(DEMO.agentId),
+        await agents.upsert(DEMO.orgId, {
+          id: DEMO.agentId,
           name: 'Assistant',
           instructions: '',
           model: defaultModel,
@@ -117,11 +119,11 @@ export class BootstrapService implements OnApplicationBootstrap {
         });
       } else if (!findModel(this.config.catalogue, agent.model)) {
         // The catalogue changed under the demo agent: move it to the default model.
-        await agents.upsert(OrgId(DEMO.orgId), { ...agent, model: defaultModel });
+        await agents.upsert(DEMO.orgId, { ...agent, model: defaultModel });
       }
-      if (await users.hasApiKey(OrgId(DEMO.orgId), UserId(DEMO.userId))) return null;
+      if (await users.hasApiKey(DEMO.orgId, DEMO.userId)) return null;
       const apiKey = newApiKey();
-      await users.addApiKey(OrgId(DEMO.orgId), UserId(DEMO.userId), apiKey);
+      await users.addApiKey(DEMO.orgId, DEMO.userId, apiKey);
       return apiKey;
     });
   }
