@@ -383,6 +383,86 @@ describe('TurnRepository', () => {
   });
 });
 
+describe("TurnRepository.createForPerson: a person's turn on its agent's terms", () => {
+  const turns = () => new TurnRepository(ds);
+  const alice = UserId('alice');
+
+  it("takes the agent's model, the message's effort or else the agent's, and the catalogue the person sees less the selected skills", async () => {
+    const agents = new AgentRepository(ds);
+    const skills = new SkillRepository(ds);
+    await agents.upsert(ACME, {
+      id: AgentId('planner'),
+      name: 'Planner',
+      instructions: 'Plan.',
+      model: 'gpt-plan',
+      effort: 'low',
+      tools: [],
+      reviewer: null,
+      compactionGuidance: null,
+    });
+    const skill = (slug: string, over: Partial<Parameters<SkillRepository['upsert']>[1]> = {}) =>
+      skills.upsert(ACME, {
+        slug,
+        name: slug,
+        description: 'One sentence.',
+        instructions: '# Do it',
+        visibility: 'org',
+        ownerId: null,
+        status: 'active',
+        published: true,
+        ...over,
+      });
+    const picked = await skill('plan-picked');
+    const bobs = await skill('plan-bobs', { visibility: 'private', ownerId: 'bob' });
+    const retired = await skill('plan-retired', { status: 'inactive' });
+    const shared = await skill('plan-shared');
+    await agents.setSkills(ACME, AgentId('planner'), [picked.id, bobs.id, retired.id, shared.id]);
+    const conversation = await new ConversationRepository(ds).create(ACME, alice, AgentId('planner'));
+
+    const first = (await turns().createForPerson(ACME, alice, {
+      conversationId: conversation!.id,
+      text: '/plan-picked go',
+      selectedSkillIds: [picked.id],
+    }))!;
+    expect(first.turn).toMatchObject({
+      n: 1,
+      kind: 'turn',
+      status: 'queued',
+      model: 'gpt-plan',
+      effort: 'low',
+      selectedSkillIds: [picked.id],
+      catalogueSkillIds: [shared.id],
+    });
+    expect(await turns().get(ACME, first.turn.id)).toEqual(first.turn);
+    expect(await new BlockRepository(ds).listTurnMessages(ACME, first.turn.id)).toEqual([first.message]);
+
+    await turns().updateStatus(ACME, first.turn.id, 'completed');
+    const second = (await turns().createForPerson(ACME, alice, {
+      conversationId: conversation!.id,
+      text: 'again',
+      effort: 'high',
+    }))!;
+    // In the agent's order of its skills.
+    expect(second.turn).toMatchObject({ n: 2, effort: 'high', catalogueSkillIds: [picked.id, shared.id] });
+  });
+
+  it("opens nothing in another user's or another org's conversation, or after a later turn than asked", async () => {
+    const conversationId = await newConversation(ds, ACME);
+    const message = { conversationId, text: 'hello' };
+    expect(await turns().createForPerson(ACME, UserId('bob'), message)).toBeNull();
+    expect(await turns().createForPerson(GLOBEX, alice, message)).toBeNull();
+    expect(await turns().listForConversation(ACME, conversationId)).toEqual([]);
+
+    const { turn } = (await turns().createForPerson(ACME, alice, message))!;
+    await expect(turns().createForPerson(ACME, alice, message)).rejects.toMatchObject({
+      code: 'turn_active',
+    });
+    await turns().updateStatus(ACME, turn.id, 'failed');
+    expect(await turns().createForPerson(ACME, alice, { ...message, afterTurnN: 0 })).toBeNull();
+    expect((await turns().createForPerson(ACME, alice, { ...message, afterTurnN: 1 }))!.turn.n).toBe(2);
+  });
+});
+
 describe('BlockRepository', () => {
   const blocks = () => new BlockRepository(ds);
   const use: NewBlock = { kind: 'tool_use', callId: 'c1', name: 'search', arguments: '{"query":"Q3"}' };

@@ -63,7 +63,6 @@ function found(over: Partial<ConversationWithAgent> = {}): ConversationWithAgent
     conversation: conversationRecord(),
     agent: AGENT,
     activeTurnId: null,
-    catalogueSkillIds: [],
     ...over,
   };
 }
@@ -128,8 +127,8 @@ function setup() {
   mocks.skills.findBySlugs.mockResolvedValue([]);
   mocks.dataSource.transaction.mockImplementation(((work: (em: EntityManager) => unknown) =>
     work({} as EntityManager)) as never);
-  mocks.turns.createWithUserMessage.mockImplementation(async (_org, input) => ({
-    turn: turn('queued', { id: ID.newTurn, kind: input.kind ?? 'turn' }),
+  mocks.turns.createForPerson.mockImplementation(async (_org, _user, input) => ({
+    turn: turn('queued', { id: ID.newTurn }),
     message: {
       id: 'msg-1',
       turnId: ID.newTurn,
@@ -144,8 +143,10 @@ function setup() {
 type Mocks = ReturnType<typeof setup>['mocks'];
 
 /** Nothing reached the transcript, the queue or the event stream. */
-function expectNothingRecorded(mocks: Mocks) {
-  expect(mocks.turns.createWithUserMessage).not.toHaveBeenCalled();
+async function expectNothingRecorded(mocks: Mocks) {
+  // An opening refused by the database (an open turn) records nothing; none may have opened.
+  const opened = await Promise.allSettled(mocks.turns.createForPerson.mock.results.map((r) => r.value));
+  expect(opened.filter((o) => o.status === 'fulfilled' && o.value)).toEqual([]);
   expect(mocks.appended.append).not.toHaveBeenCalled();
   expect(mocks.compaction.request).not.toHaveBeenCalled();
   expect(mocks.dispatch.runTurn).not.toHaveBeenCalled();
@@ -179,22 +180,47 @@ const rejection = (code: string, details?: Record<string, unknown>) =>
 afterEach(() => jest.restoreAllMocks());
 
 describe('MessagesService: a message that opens a turn', () => {
-  it("answers not_found for a conversation outside the caller's org or not the caller's, recording nothing", async () => {
+  it("opens a plain message's turn in one statement scoped to the caller, with no read before it", async () => {
     const { sut, mocks } = setup();
-    // The lookup is scoped to the caller; what it cannot find does not exist for them.
-    mocks.conversations.getWithAgent.mockResolvedValue(null);
-    await expect(post(sut, { text: 'hello' })).rejects.toEqual(rejection('not_found'));
-    expect(mocks.conversations.getWithAgent).toHaveBeenCalledWith(ID.org, ID.conversation, {
-      userId: ID.user,
+
+    await expect(post(sut, { text: 'hello' })).resolves.toEqual({ turnId: ID.newTurn, kind: 'turn' });
+
+    // The agent's model, effort and catalogue are the statement's to read (TurnRepository).
+    expect(mocks.turns.createForPerson).toHaveBeenCalledWith(ID.org, ID.user, {
+      conversationId: ID.conversation,
+      text: 'hello',
+      attachmentIds: [],
+      effort: undefined,
+      selectedSkillIds: [],
+      afterTurnN: undefined,
     });
-    expectNothingRecorded(mocks);
+    expect(mocks.conversations.getWithAgent).not.toHaveBeenCalled();
+    expect(mocks.dispatch.runTurn).toHaveBeenCalledWith(ID.org, ID.newTurn, 'open');
   });
 
-  it('opens a turn with the text as typed, the selected skills in typed order, and the rest of the catalogue', async () => {
+  it.each([
+    ['a plain message', { text: 'hello' }],
+    ['a message with skills', { text: '/fact hello' }],
+  ])(
+    "answers not_found for a conversation outside the caller's org or not the caller's, recording nothing: %s",
+    async (_, body) => {
+      const { sut, mocks } = setup();
+      // Both lookups are scoped to the caller; what they cannot find does not exist for them.
+      mocks.turns.createForPerson.mockResolvedValue(null);
+      mocks.conversations.getWithAgent.mockResolvedValue(null);
+      await expect(post(sut, body)).rejects.toEqual(rejection('not_found'));
+      if (body.text.startsWith('/')) {
+        expect(mocks.conversations.getWithAgent).toHaveBeenCalledWith(ID.org, ID.conversation, {
+          userId: ID.user,
+        });
+      }
+      expect(mocks.dispatch.runTurn).not.toHaveBeenCalled();
+      expect(mocks.dispatch.publish).not.toHaveBeenCalled();
+    },
+  );
+
+  it('opens a turn with the text as typed and the selected skills in typed order', async () => {
     const { sut, mocks } = setup();
-    mocks.conversations.getWithAgent.mockResolvedValue(
-      found({ catalogueSkillIds: ['skill-style', 'skill-fact', 'skill-legal'] }),
-    );
     mocks.skills.findBySlugs.mockResolvedValue([skill('fact'), skill('style')]);
 
     const result = await post(sut, { text: '/style /fact compare these', effort: 'high' });
@@ -202,26 +228,14 @@ describe('MessagesService: a message that opens a turn', () => {
     expect(result).toEqual({ turnId: ID.newTurn, kind: 'turn' });
     expect(mocks.dispatch.runTurn).toHaveBeenCalledWith(ID.org, ID.newTurn, 'open');
     expect(mocks.skills.findBySlugs).toHaveBeenCalledWith(ID.org, ['style', 'fact']);
-    expect(mocks.turns.createWithUserMessage).toHaveBeenCalledWith(ID.org, {
+    expect(mocks.turns.createForPerson).toHaveBeenCalledWith(ID.org, ID.user, {
       conversationId: ID.conversation,
-      kind: 'turn',
       text: '/style /fact compare these',
       attachmentIds: [],
       effort: 'high',
-      model: AGENT.model,
       selectedSkillIds: ['skill-style', 'skill-fact'],
-      catalogueSkillIds: ['skill-legal'],
       afterTurnN: undefined,
     });
-  });
-
-  it("takes the agent's effort when the message names none", async () => {
-    const { sut, mocks } = setup();
-    await post(sut, { text: 'hello' });
-    expect(mocks.turns.createWithUserMessage).toHaveBeenCalledWith(
-      ID.org,
-      expect.objectContaining({ effort: AGENT.effort }),
-    );
   });
 
   it.each([
@@ -234,7 +248,7 @@ describe('MessagesService: a message that opens a turn', () => {
     await expect(post(sut, { text: '/style /fact go' })).rejects.toEqual(
       rejection('skill_rejected', { slug: 'fact' }),
     );
-    expectNothingRecorded(mocks);
+    await expectNothingRecorded(mocks);
   });
 
   it.each<[string, boolean, { userId?: UserId; conversationId?: ConversationId | null }]>([
@@ -249,13 +263,14 @@ describe('MessagesService: a message that opens a turn', () => {
     if (usable) {
       await sent;
       // Each attachment once, in the order given.
-      expect(mocks.turns.createWithUserMessage).toHaveBeenCalledWith(
+      expect(mocks.turns.createForPerson).toHaveBeenCalledWith(
         ID.org,
+        ID.user,
         expect.objectContaining({ attachmentIds: ['doc-1'] }),
       );
     } else {
       await expect(sent).rejects.toEqual(rejection('attachment_not_found', { attachmentId: 'doc-1' }));
-      expectNothingRecorded(mocks);
+      await expectNothingRecorded(mocks);
     }
     expect(mocks.attachments.getScopes).toHaveBeenCalledWith(ID.org, ['doc-1']);
   });
@@ -267,7 +282,7 @@ describe('MessagesService: a message that opens a turn', () => {
     await expect(post(sut, { text: 'look', attachmentIds: ['doc-1', 'pic-1'] })).rejects.toEqual(
       rejection('model_cannot_see', { model: 'blind' }),
     );
-    expectNothingRecorded(mocks);
+    await expectNothingRecorded(mocks);
 
     await expect(post(sut, { text: 'read', attachmentIds: ['doc-1'] })).resolves.toMatchObject({
       kind: 'turn',
@@ -287,6 +302,8 @@ describe('MessagesService: a message while a turn is open', () => {
 
   function whileOpen(mocks: Mocks, status: TurnStatus, over: Partial<Turn> = {}) {
     mocks.conversations.getWithAgent.mockResolvedValue(found({ activeTurnId: ID.turn }));
+    // The conversation's one open turn refuses another (the database's unique index).
+    mocks.turns.createForPerson.mockRejectedValue(new DalError('turn_active', 'busy'));
     mocks.locked.lockForUpdate.mockResolvedValue({
       turn: turn(status, over),
       leaseOwner: null,
@@ -328,7 +345,7 @@ describe('MessagesService: a message while a turn is open', () => {
     ]);
     // Steering selects no skill and opens no turn.
     expect(mocks.skills.findBySlugs).not.toHaveBeenCalled();
-    expect(mocks.turns.createWithUserMessage).not.toHaveBeenCalled();
+    expect(mocks.turns.createForPerson).not.toHaveBeenCalled();
     expect(mocks.dispatch.runTurn).not.toHaveBeenCalled();
   });
 
@@ -340,7 +357,7 @@ describe('MessagesService: a message while a turn is open', () => {
       rejection('model_cannot_see', { model: 'blind' }),
     );
     expect(mocks.requests.record).not.toHaveBeenCalled();
-    expectNothingRecorded(mocks);
+    await expectNothingRecorded(mocks);
   });
 
   it('refuses a plain message while the turn is paused with turn_paused', async () => {
@@ -349,7 +366,7 @@ describe('MessagesService: a message while a turn is open', () => {
     await expect(post(sut, { text: 'hello?' })).rejects.toEqual(
       rejection('turn_paused', { turnId: ID.turn }),
     );
-    expectNothingRecorded(mocks);
+    await expectNothingRecorded(mocks);
   });
 
   it('never steers with /compact: the compaction request, which holds its refusals, gets it', async () => {
@@ -368,19 +385,22 @@ describe('MessagesService: a message while a turn is open', () => {
 
   it('reads again and decides again when another request opened a turn first', async () => {
     const { sut, mocks } = setup();
-    // The first read saw no open turn; by the insert another request had opened one.
-    mocks.turns.createWithUserMessage.mockRejectedValueOnce(new DalError('turn_active', 'busy'));
+    mocks.skills.findBySlugs.mockResolvedValue([skill('fact')]);
     whileOpen(mocks, 'queued');
+    // The first read saw no open turn; by the insert another request had opened one.
     mocks.conversations.getWithAgent.mockResolvedValueOnce(found());
 
-    await expect(post(sut, { text: 'also this' })).resolves.toEqual({ turnId: ID.turn, steered: true });
+    await expect(post(sut, { text: '/fact also this' })).resolves.toEqual({
+      turnId: ID.turn,
+      steered: true,
+    });
     expect(mocks.conversations.getWithAgent).toHaveBeenCalledTimes(2);
   });
 
   it('gives up after three lost races', async () => {
     const { sut, mocks } = setup();
-    mocks.turns.createWithUserMessage.mockRejectedValue(new DalError('turn_active', 'busy'));
+    mocks.turns.createForPerson.mockRejectedValue(new DalError('turn_active', 'busy'));
     await expect(post(sut, { text: 'hello' })).rejects.toMatchObject({ code: 'turn_active' });
-    expect(mocks.turns.createWithUserMessage).toHaveBeenCalledTimes(3);
+    expect(mocks.conversations.getWithAgent).toHaveBeenCalledTimes(3);
   });
 });

@@ -67,7 +67,7 @@ export class MessagesService {
       try {
         return await this.postOnce(caller, conversationId, message, retrying);
       } catch (err) {
-        const raced = err instanceof RaceLost || (err instanceof DalError && err.code === 'turn_active');
+        const raced = err instanceof RaceLost || isTurnActive(err);
         if (!raced || attempt === ATTEMPTS) throw err;
       }
     }
@@ -79,12 +79,20 @@ export class MessagesService {
     body: PostMessage,
     retrying?: Turn,
   ): Promise<PostMessageResult> {
-    const { conversation, agent, activeTurnId, catalogueSkillIds } = await this.owned.conversationWithAgent(
+    const parsed = parseLeadingSlugs(body.text);
+    // Most messages need no read before their turn opens: no skills or attachments to check, and
+    // the opening statement reads the agent itself. One for a conversation with an open turn
+    // (it steers that turn) finds it taken and goes the long way.
+    if (!retrying && !parsed.isCompact && !parsed.slugs.length && !body.attachmentIds.length) {
+      const opened = await this.openTurn(caller, conversationId, body).catch(nullIfTurnActive);
+      if (opened) return opened;
+    }
+
+    const { conversation, agent, activeTurnId } = await this.owned.conversationWithAgent(
       caller,
       conversationId,
     );
     if (retrying && activeTurnId) throw retryRefused(retrying.n);
-    const parsed = parseLeadingSlugs(body.text);
     if (!parsed.isCompact && activeTurnId) {
       const steered = await this.steer(caller, conversation, activeTurnId, body);
       if (steered) return steered;
@@ -93,30 +101,41 @@ export class MessagesService {
     const selected = await this.checks.selectSkills(caller, parsed.slugs);
     const manifests = await this.checks.attachmentsOf(caller, conversation.id, body.attachmentIds);
     this.checks.vision(agent.model, manifests);
-    const effort = body.effort ?? agent.effort;
 
     if (parsed.isCompact) {
       return this.compaction.request(caller, conversation, {
         text: body.text,
         attachmentIds: body.attachmentIds,
-        effort,
+        effort: body.effort ?? agent.effort,
         model: agent.model,
       });
     }
+    return this.openTurn(
+      caller,
+      conversationId,
+      body,
+      selected.map((s) => s.id),
+      retrying?.n,
+    );
+  }
 
-    const selectedIds = selected.map((s) => s.id);
+  /** A regular turn on its agent's terms (`TurnOpeningService`), its job enqueued. */
+  private async openTurn(
+    caller: Principal,
+    conversationId: ConversationId,
+    body: PostMessage,
+    selectedSkillIds: string[] = [],
+    afterTurnN?: number,
+  ): Promise<PostMessageResult> {
     const turn = await this.opener.open(
       caller,
-      conversation,
       {
-        kind: 'turn',
+        conversationId,
         text: body.text,
         attachmentIds: body.attachmentIds,
-        effort,
-        model: agent.model,
-        selectedSkillIds: selectedIds,
-        catalogueSkillIds: (catalogueSkillIds ?? []).filter((id) => !selectedIds.includes(id)),
-        afterTurnN: retrying?.n,
+        effort: body.effort,
+        selectedSkillIds,
+        afterTurnN,
       },
       (turnId) => this.dispatch.runTurn(caller.orgId, turnId, 'open'),
     );
@@ -168,4 +187,14 @@ export class MessagesService {
     await this.dispatch.publish(conversation.id, [{ type: 'block_finished', turnId, block }]);
     return { turnId, steered: true };
   }
+}
+
+/** DalError `turn_active`: another request opened the conversation's turn first. */
+function isTurnActive(err: unknown): boolean {
+  return err instanceof DalError && err.code === 'turn_active';
+}
+
+function nullIfTurnActive(err: unknown): null {
+  if (isTurnActive(err)) return null;
+  throw err;
 }

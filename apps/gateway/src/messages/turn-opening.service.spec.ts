@@ -1,18 +1,12 @@
-import { TurnRepository, type NewTurn } from '@portal/dal';
-import { ID, conversationRecord, newTestService, turnRecord } from '@portal/testing/unit';
+import { TurnRepository, type PersonTurn } from '@portal/dal';
+import { ID, newTestService, turnRecord } from '@portal/testing/unit';
 import type { Principal } from '../common/principal.types';
 import { TurnDispatchService } from '../core/turn-dispatch.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { TurnOpeningService } from './turn-opening.service';
 
 const CALLER: Principal = { orgId: ID.org, userId: ID.user, role: 'member', via: 'apiKey' };
-const CONVERSATION = conversationRecord();
-const INPUT: Omit<NewTurn, 'conversationId'> = {
-  kind: 'turn',
-  text: 'hello',
-  effort: 'low',
-  model: 'seeing',
-};
+const INPUT: PersonTurn = { conversationId: ID.conversation, text: 'hello', effort: 'low' };
 const TURN = turnRecord({
   n: 3,
   effort: 'low',
@@ -24,7 +18,7 @@ function setup() {
   const { sut, mocks } = newTestService(TurnOpeningService, {
     mocks: { turns: TurnRepository, dispatch: TurnDispatchService, metrics: MetricsService },
   });
-  mocks.turns.createWithUserMessage.mockResolvedValue({
+  mocks.turns.createForPerson.mockResolvedValue({
     turn: TURN,
     message: { id: 'msg-1', turnId: ID.turn, role: 'user', attachmentIds: [], blocks: [BLOCK] },
   });
@@ -36,12 +30,9 @@ describe('TurnOpeningService', () => {
   it("records the turn in the caller's org, publishes its events, and only then enqueues its job", async () => {
     const { sut, mocks, enqueue } = setup();
 
-    await expect(sut.open(CALLER, CONVERSATION, INPUT, enqueue)).resolves.toBe(TURN);
+    await expect(sut.open(CALLER, INPUT, enqueue)).resolves.toBe(TURN);
 
-    expect(mocks.turns.createWithUserMessage).toHaveBeenCalledWith(ID.org, {
-      ...INPUT,
-      conversationId: ID.conversation,
-    });
+    expect(mocks.turns.createForPerson).toHaveBeenCalledWith(ID.org, ID.user, INPUT);
     expect(mocks.dispatch.publish).toHaveBeenCalledWith(ID.conversation, [
       { type: 'turn_started', turnId: ID.turn },
       { type: 'block_finished', turnId: ID.turn, block: BLOCK },
@@ -60,8 +51,8 @@ describe('TurnOpeningService', () => {
     ['a retry after another turn opened answers retry_refused', 3, 'retry_refused'],
   ])('%s, and nothing follows', async (_, afterTurnN, code) => {
     const { sut, mocks, enqueue } = setup();
-    mocks.turns.createWithUserMessage.mockResolvedValue(null);
-    await expect(sut.open(CALLER, CONVERSATION, { ...INPUT, afterTurnN }, enqueue)).rejects.toMatchObject({
+    mocks.turns.createForPerson.mockResolvedValue(null);
+    await expect(sut.open(CALLER, { ...INPUT, afterTurnN }, enqueue)).rejects.toMatchObject({
       code,
     });
     expect(mocks.dispatch.publish).not.toHaveBeenCalled();

@@ -3,7 +3,6 @@ import type { EntityManager } from 'typeorm';
 import { type Db, isUuid, managerOf, runSql } from '../db.util';
 import type { Agent, Conversation } from '../records.types';
 import { AGENT_JSON } from './agent.repository';
-import { catalogueSkills } from './skill.repository';
 
 /** A `conversations` row aliased `c` as a `Conversation`. */
 export const CONVERSATION_COLUMNS = `c.org_id AS "orgId", c.id, c.user_id AS "userId", c.agent_id AS "agentId",
@@ -28,8 +27,6 @@ export interface ConversationWithAgent {
   agent: Agent;
   /** The conversation's queued, running or paused turn, if any. */
   activeTurnId: TurnId | null;
-  /** With `userId`: the ids of the agent's catalogue for that user (`SkillRepository.listCatalogue`). */
-  catalogueSkillIds: string[] | null;
 }
 
 export class ConversationRepository {
@@ -84,7 +81,7 @@ export class ConversationRepository {
 
   /**
    * The conversation with its agent and its open turn's id, in one query. With `userId`, another
-   * user's conversation reads as missing, and the agent's catalogue for that user comes with it.
+   * user's conversation reads as missing.
    */
   async getWithAgent(
     orgId: OrgId,
@@ -94,24 +91,19 @@ export class ConversationRepository {
     if (!isUuid(conversationId)) return null;
     const {
       rows: [row],
-    } = await runSql<
-      Conversation & { agent: Agent; activeTurnId: TurnId | null; catalogueSkillIds: string[] | null }
-    >(
+    } = await runSql<Conversation & { agent: Agent; activeTurnId: TurnId | null }>(
       this.em,
       `SELECT ${CONVERSATION_COLUMNS}, ${AGENT_JSON} AS agent,
          (SELECT t.id FROM turns t WHERE t.org_id = c.org_id AND t.conversation_id = c.id
-            AND t.status IN ('queued', 'running', 'paused')) AS "activeTurnId",
-         CASE WHEN $3::text IS NOT NULL THEN ARRAY(
-           SELECT s.id::text FROM ${catalogueSkills('c.org_id', 'a.id', '$3')} ORDER BY b.position)
-         END AS "catalogueSkillIds"
+            AND t.status IN ('queued', 'running', 'paused')) AS "activeTurnId"
        FROM conversations c JOIN agents a ON a.org_id = c.org_id AND a.id = c.agent_id
        WHERE c.org_id = $1 AND c.id = $2 AND ($3::text IS NULL OR c.user_id = $3)`,
       [orgId, conversationId, opts.userId ?? null],
       { prepared: true },
     );
     if (!row) return null;
-    const { agent, activeTurnId, catalogueSkillIds, ...conversation } = row;
-    return { conversation, agent, activeTurnId, catalogueSkillIds };
+    const { agent, activeTurnId, ...conversation } = row;
+    return { conversation, agent, activeTurnId };
   }
 
   /** Most recently updated first. */

@@ -10,6 +10,7 @@ import {
   TurnId,
   type TurnKind,
   type TurnStatus,
+  type UserId,
 } from '@portal/domain';
 import { personRequest } from '@portal/prompt';
 import type { EntityManager } from 'typeorm';
@@ -18,6 +19,7 @@ import { DalError } from '../errors';
 import { type BlockRow, toBlock } from '../mappers/block.mapper';
 import type { McpToolSnapshot, UsageRow } from '../records.types';
 import { BlockRepository, blockRecords, insertBlocksSql, type PlacedBlocks } from './block.repository';
+import { catalogueSkills } from './skill.repository';
 import { insertUsageSql } from './usage.repository';
 
 export interface NewTurn {
@@ -35,6 +37,15 @@ export interface NewTurn {
   afterTurnN?: number;
 }
 
+/** A person's message opening a turn (`TurnRepository.createForPerson`): the rest is its agent's. */
+export interface PersonTurn extends Pick<
+  NewTurn,
+  'conversationId' | 'text' | 'attachmentIds' | 'selectedSkillIds' | 'afterTurnN'
+> {
+  /** The message's own effort; without, the agent's. */
+  effort?: Effort;
+}
+
 const ACTIVE: TurnStatus[] = ['queued', 'running', 'paused'];
 
 /**
@@ -46,6 +57,51 @@ export const TURN_COLUMNS = `id, conversation_id AS "conversationId", n, kind, s
   COALESCE((SELECT te.skill_ids FROM trace_entries te WHERE te.org_id = turns.org_id
     AND te.turn_id = turns.id AND te.kind = 'SKILL_SELECT'), '{}') AS "selectedSkillIds",
   catalogue_skill_ids AS "catalogueSkillIds", error`;
+
+/**
+ * Opening a turn, in one statement: the `bumped` CTE (its source) bumps the conversation's turn
+ * number, the row lock that also serialises concurrent openers, and yields `n, model, effort,
+ * catalogue`; then the queued turn, the person's message with its one text block, the SKILL_SELECT
+ * trace entry (when skills were selected) and the person request. Parameters: org, conversation,
+ * turn, kind, selected skill ids, message, attachment ids, block, its payload, the request's text
+ * and tokens (`$1`–`$11`); the source's own follow.
+ */
+function openTurnSql(bumped: string): string {
+  return `WITH bumped AS (${bumped}),
+     turn AS (
+       INSERT INTO turns (id, org_id, conversation_id, n, kind, status, effort, model, catalogue_skill_ids)
+       SELECT $3, $1, $2, n, $4, 'queued', effort, model, catalogue FROM bumped
+       RETURNING n, effort, model, catalogue_skill_ids AS "catalogueSkillIds"),
+     message AS (
+       INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
+       SELECT $6, $1, $2, $3, 1, 'user', $7 FROM turn),
+     block AS (
+       INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
+       SELECT $8, $1, $2, $3, n, $6, 1, 'text', $9 FROM turn),
+     trace AS (
+       INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids)
+       SELECT $1, $3, 'SKILL_SELECT', $5::uuid[] FROM turn WHERE cardinality($5::uuid[]) > 0),
+     request AS (
+       INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
+       SELECT $6, $1, $2, n, 1, $10, $11 FROM turn WHERE $11::int IS NOT NULL)
+     SELECT * FROM turn`;
+}
+
+/** With the model, effort and catalogue given (`$12`–`$14`), after turn `$15` when not null. */
+const OPEN_TURN = openTurnSql(`
+       UPDATE conversations SET last_turn_n = last_turn_n + 1, updated_at = now()
+       WHERE org_id = $1 AND id = $2 AND ($15::int IS NULL OR last_turn_n = $15)
+       RETURNING last_turn_n AS n, $12::text AS model, $13::text AS effort, $14::uuid[] AS catalogue`);
+
+/** In user `$12`'s conversation, on its agent's terms (`createForPerson`), effort `$13`, after turn `$14`. */
+const OPEN_PERSON_TURN = openTurnSql(`
+       UPDATE conversations c SET last_turn_n = c.last_turn_n + 1, updated_at = now()
+       FROM agents a
+       WHERE c.org_id = $1 AND c.id = $2 AND c.user_id = $12 AND ($14::int IS NULL OR c.last_turn_n = $14)
+         AND a.org_id = c.org_id AND a.id = c.agent_id
+       RETURNING c.last_turn_n AS n, a.model, COALESCE($13::text, a.effort) AS effort,
+         ARRAY(SELECT s.id FROM ${catalogueSkills('c.org_id', 'a.id', '$12')}
+           AND s.id <> ALL($5::uuid[]) ORDER BY b.position) AS catalogue`);
 
 export interface LockedTurn {
   turn: Turn;
@@ -75,28 +131,47 @@ export class TurnRepository {
   /**
    * Opens a `queued` turn numbered after the conversation's last one, with the person's message
    * (one text block; in a regular turn, with its request: `PersonRequestRepository`) and, when it
-   * selected skills, its SKILL_SELECT trace entry, in one statement. Null when the
-   * conversation is not the org's, or (with `afterTurnN`) has a later turn; throws DalError `turn_active` when the conversation already has
-   * a queued, running or paused turn.
+   * selected skills, its SKILL_SELECT trace entry, in one statement. Null when the conversation is
+   * not the org's, or (with `afterTurnN`) has a later turn; throws DalError `turn_active` when the
+   * conversation already has a queued, running or paused turn.
    */
   async createWithUserMessage(
     orgId: OrgId,
     input: NewTurn,
   ): Promise<{ turn: Turn; message: Message } | null> {
     if (!isUuid(input.conversationId)) return null;
-    const turn: Turn = {
-      id: TurnId(randomUUID()),
-      conversationId: input.conversationId,
-      n: 0,
-      kind: input.kind ?? 'turn',
-      status: 'queued',
-      effort: input.effort,
-      model: input.model,
-      contextTokens: null,
-      selectedSkillIds: input.selectedSkillIds ?? [],
-      catalogueSkillIds: input.catalogueSkillIds ?? [],
-      error: null,
-    };
+    const { model, effort, catalogueSkillIds = [], afterTurnN = null } = input;
+    return this.open(orgId, input, OPEN_TURN, [model, effort, catalogueSkillIds, afterTurnN]);
+  }
+
+  /**
+   * A person's message opens a regular turn of their own conversation on its agent's terms, read
+   * in the same statement (no read before it): the agent's model, the message's effort or else the
+   * agent's, and the agent's catalogue as the person sees it (SPEC 6) less the selected skills.
+   * Null when the conversation is not the person's, or (with `afterTurnN`) has a later turn; throws
+   * DalError `turn_active` as `createWithUserMessage` does.
+   */
+  async createForPerson(
+    orgId: OrgId,
+    userId: UserId,
+    input: PersonTurn,
+  ): Promise<{ turn: Turn; message: Message } | null> {
+    if (!isUuid(input.conversationId)) return null;
+    return this.open(orgId, { ...input, kind: 'turn' }, OPEN_PERSON_TURN, [
+      userId,
+      input.effort ?? null,
+      input.afterTurnN ?? null,
+    ]);
+  }
+
+  /** Runs an `openTurnSql` statement: the parameters from `$1` to `$11`, then `own`. */
+  private async open(
+    orgId: OrgId,
+    input: PersonTurn & { kind?: TurnKind },
+    sql: string,
+    own: unknown[],
+  ): Promise<{ turn: Turn; message: Message } | null> {
+    const kind = input.kind ?? 'turn';
     const block: TextBlock = {
       id: randomUUID(),
       seq: 1,
@@ -105,61 +180,47 @@ export class TurnRepository {
       narration: false,
       steering: false,
     };
+    const turnId = TurnId(randomUUID());
+    const selectedSkillIds = input.selectedSkillIds ?? [];
     const message: Message = {
       id: randomUUID(),
-      turnId: turn.id,
+      turnId,
       role: 'user',
       blocks: [block],
       attachmentIds: input.attachmentIds ?? [],
     };
-    const request = turn.kind === 'turn' ? personRequest(input.text, false) : null;
+    const request = kind === 'turn' ? personRequest(input.text, false) : null;
     try {
-      // One statement: the conversation row's lock (the number bump) also serialises concurrent
-      // creators of the same conversation.
-      const { rows } = await runSql<{ n: number }>(
+      const { rows } = await runSql<Pick<Turn, 'n' | 'effort' | 'model' | 'catalogueSkillIds'>>(
         this.em,
-        `WITH bumped AS (
-           UPDATE conversations SET last_turn_n = last_turn_n + 1, updated_at = now()
-           WHERE org_id = $1 AND id = $2 AND ($15::int IS NULL OR last_turn_n = $15)
-           RETURNING last_turn_n AS n),
-         turn AS (
-           INSERT INTO turns (id, org_id, conversation_id, n, kind, status, effort, model,
-             catalogue_skill_ids)
-           SELECT $3, $1, $2, n, $4, 'queued', $5, $6, $8 FROM bumped RETURNING n),
-         message AS (
-           INSERT INTO messages (id, org_id, conversation_id, turn_id, seq, role, attachment_ids)
-           SELECT $9, $1, $2, $3, 1, 'user', $10 FROM turn),
-         block AS (
-           INSERT INTO blocks (id, org_id, conversation_id, turn_id, turn_n, message_id, seq, kind, payload)
-           SELECT $11, $1, $2, $3, n, $9, 1, 'text', $12 FROM turn),
-         trace AS (
-           INSERT INTO trace_entries (org_id, turn_id, kind, skill_ids)
-           SELECT $1, $3, 'SKILL_SELECT', $7::uuid[] FROM turn WHERE cardinality($7::uuid[]) > 0),
-         request AS (
-           INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
-           SELECT $9, $1, $2, n, 1, $13, $14 FROM turn WHERE $14::int IS NOT NULL)
-         SELECT n FROM turn`,
+        sql,
         [
           orgId,
-          turn.conversationId,
-          turn.id,
-          turn.kind,
-          turn.effort,
-          turn.model,
-          turn.selectedSkillIds,
-          turn.catalogueSkillIds,
+          input.conversationId,
+          turnId,
+          kind,
+          selectedSkillIds,
           message.id,
           message.attachmentIds,
           block.id,
           JSON.stringify({ text: block.text, narration: false, steering: false }),
           request?.text ?? null,
           request?.tokens ?? null,
-          input.afterTurnN ?? null,
+          ...own,
         ],
         { prepared: true },
       );
       if (!rows.length) return null;
-      turn.n = rows[0].n;
+      const turn: Turn = {
+        id: turnId,
+        conversationId: input.conversationId,
+        kind,
+        status: 'queued',
+        contextTokens: null,
+        selectedSkillIds,
+        error: null,
+        ...rows[0],
+      };
       return { turn, message };
     } catch (err) {
       if (isPgError(err, '23505', 'turns_one_active_idx')) {
