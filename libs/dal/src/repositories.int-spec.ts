@@ -383,6 +383,8 @@ describe('TurnRepository', () => {
   });
 });
 
+type OpenedTurn = Awaited<ReturnType<TurnRepository['createForPerson']>>;
+
 describe("TurnRepository.createForPerson: a person's turn on its agent's terms", () => {
   const turns = () => new TurnRepository(ds);
   const alice = UserId('alice');
@@ -453,7 +455,18 @@ describe("TurnRepository.createForPerson: a person's turn on its agent's terms",
     expect(await turns().createForPerson(GLOBEX, alice, message)).toBeNull();
     expect(await turns().listForConversation(ACME, conversationId)).toEqual([]);
 
-    const { turn } = (await turns().createForPerson(ACME, alice, message))!;
+    // Two at once: the conversation's one open turn goes to one of them.
+    const results = await Promise.allSettled([
+      turns().createForPerson(ACME, alice, message),
+      turns().createForPerson(ACME, alice, message),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const opened = results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<OpenedTurn>;
+    const { turn } = opened.value!;
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({
+      code: 'turn_active',
+    });
+    // While it is open, another message opens nothing (it steers that turn instead).
     await expect(turns().createForPerson(ACME, alice, message)).rejects.toMatchObject({
       code: 'turn_active',
     });

@@ -22,7 +22,8 @@ const STORED_BATCH = 1000;
 
 /**
  * The person's requests (table `person_requests`), one per user message of a regular turn, written
- * with the message: the opening one by `TurnRepository.createWithUserMessage`, steering by `record`.
+ * with the message: the opening one by the statement that opens the turn (`TurnRepository`),
+ * steering by `record`.
  */
 export class PersonRequestRepository {
   private readonly em: EntityManager;

@@ -5,7 +5,7 @@ import { TraceEntryEntity } from '../entities/trace-entry.entity';
 import { toTraceEntry } from '../mappers/records.mapper';
 import type { TraceEntry } from '../records.types';
 
-/** A turn's trace. Its SKILL_SELECT entry is written with the turn (`TurnRepository.createWithUserMessage`). */
+/** A turn's trace. Its SKILL_SELECT entry is written with the turn (`TurnRepository`, the statement that opens it). */
 export class TraceRepository {
   private readonly em: EntityManager;
 

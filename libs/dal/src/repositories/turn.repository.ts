@@ -64,10 +64,11 @@ export const TURN_COLUMNS = `id, conversation_id AS "conversationId", n, kind, s
  * catalogue`; then the queued turn, the person's message with its one text block, the SKILL_SELECT
  * trace entry (when skills were selected) and the person request. Parameters: org, conversation,
  * turn, kind, selected skill ids, message, attachment ids, block, its payload, the request's text
- * and tokens (`$1`–`$11`); the source's own follow.
+ * and tokens (`$1`–`$11`); the source's own follow. `ctes` come before `bumped`; `result` reads
+ * `turn` (a row when it opened).
  */
-function openTurnSql(bumped: string): string {
-  return `WITH bumped AS (${bumped}),
+function openTurnSql(bumped: string, ctes = '', result = 'SELECT * FROM turn'): string {
+  return `WITH ${ctes}bumped AS (${bumped}),
      turn AS (
        INSERT INTO turns (id, org_id, conversation_id, n, kind, status, effort, model, catalogue_skill_ids)
        SELECT $3, $1, $2, n, $4, 'queued', effort, model, catalogue FROM bumped
@@ -84,7 +85,7 @@ function openTurnSql(bumped: string): string {
      request AS (
        INSERT INTO person_requests (message_id, org_id, conversation_id, turn_n, seq, text, tokens)
        SELECT $6, $1, $2, n, 1, $10, $11 FROM turn WHERE $11::int IS NOT NULL)
-     SELECT * FROM turn`;
+     ${result}`;
 }
 
 /** With the model, effort and catalogue given (`$12`–`$14`), after turn `$15` when not null. */
@@ -93,15 +94,27 @@ const OPEN_TURN = openTurnSql(`
        WHERE org_id = $1 AND id = $2 AND ($15::int IS NULL OR last_turn_n = $15)
        RETURNING last_turn_n AS n, $12::text AS model, $13::text AS effort, $14::uuid[] AS catalogue`);
 
-/** In user `$12`'s conversation, on its agent's terms (`createForPerson`), effort `$13`, after turn `$14`. */
-const OPEN_PERSON_TURN = openTurnSql(`
+/**
+ * In user `$12`'s conversation, on its agent's terms (`createForPerson`), effort `$13`, after turn
+ * `$14`. A row whenever the conversation is the user's: `busy` when it has an open turn, which the
+ * statement then leaves as it is (a message that steers it comes here first: no failed insert).
+ */
+const OPEN_PERSON_TURN = openTurnSql(
+  `
        UPDATE conversations c SET last_turn_n = c.last_turn_n + 1, updated_at = now()
-       FROM agents a
-       WHERE c.org_id = $1 AND c.id = $2 AND c.user_id = $12 AND ($14::int IS NULL OR c.last_turn_n = $14)
+       FROM agents a, owned
+       WHERE c.org_id = $1 AND c.id = $2 AND NOT owned.busy AND ($14::int IS NULL OR c.last_turn_n = $14)
          AND a.org_id = c.org_id AND a.id = c.agent_id
        RETURNING c.last_turn_n AS n, a.model, COALESCE($13::text, a.effort) AS effort,
          ARRAY(SELECT s.id FROM ${catalogueSkills('c.org_id', 'a.id', '$12')}
-           AND s.id <> ALL($5::uuid[]) ORDER BY b.position) AS catalogue`);
+           AND s.id <> ALL($5::uuid[]) ORDER BY b.position) AS catalogue`,
+  `owned AS (
+       SELECT EXISTS (SELECT 1 FROM turns t WHERE t.org_id = $1 AND t.conversation_id = $2
+         AND t.status IN ('queued', 'running', 'paused')) AS busy
+       FROM conversations WHERE org_id = $1 AND id = $2 AND user_id = $12),
+     `,
+  'SELECT owned.busy, turn.* FROM owned LEFT JOIN turn ON true',
+);
 
 export interface LockedTurn {
   turn: Turn;
@@ -139,7 +152,6 @@ export class TurnRepository {
     orgId: OrgId,
     input: NewTurn,
   ): Promise<{ turn: Turn; message: Message } | null> {
-    if (!isUuid(input.conversationId)) return null;
     const { model, effort, catalogueSkillIds = [], afterTurnN = null } = input;
     return this.open(orgId, input, OPEN_TURN, [model, effort, catalogueSkillIds, afterTurnN]);
   }
@@ -156,7 +168,6 @@ export class TurnRepository {
     userId: UserId,
     input: PersonTurn,
   ): Promise<{ turn: Turn; message: Message } | null> {
-    if (!isUuid(input.conversationId)) return null;
     return this.open(orgId, { ...input, kind: 'turn' }, OPEN_PERSON_TURN, [
       userId,
       input.effort ?? null,
@@ -171,6 +182,7 @@ export class TurnRepository {
     sql: string,
     own: unknown[],
   ): Promise<{ turn: Turn; message: Message } | null> {
+    if (!isUuid(input.conversationId)) return null;
     const kind = input.kind ?? 'turn';
     const block: TextBlock = {
       id: randomUUID(),
@@ -191,7 +203,9 @@ export class TurnRepository {
     };
     const request = kind === 'turn' ? personRequest(input.text, false) : null;
     try {
-      const { rows } = await runSql<Pick<Turn, 'n' | 'effort' | 'model' | 'catalogueSkillIds'>>(
+      const { rows } = await runSql<
+        Pick<Turn, 'n' | 'effort' | 'model' | 'catalogueSkillIds'> & { busy?: boolean }
+      >(
         this.em,
         sql,
         [
@@ -210,7 +224,10 @@ export class TurnRepository {
         ],
         { prepared: true },
       );
-      if (!rows.length) return null;
+      const [row] = rows;
+      if (row?.busy) throw turnActive(input.conversationId);
+      if (!row?.n) return null;
+      const { busy: _busy, ...opened } = row;
       const turn: Turn = {
         id: turnId,
         conversationId: input.conversationId,
@@ -219,13 +236,11 @@ export class TurnRepository {
         contextTokens: null,
         selectedSkillIds,
         error: null,
-        ...rows[0],
+        ...opened,
       };
       return { turn, message };
     } catch (err) {
-      if (isPgError(err, '23505', 'turns_one_active_idx')) {
-        throw new DalError('turn_active', `conversation ${input.conversationId} already has an open turn`);
-      }
+      if (isPgError(err, '23505', 'turns_one_active_idx')) throw turnActive(input.conversationId);
       throw err;
     }
   }
@@ -469,4 +484,8 @@ export class TurnRepository {
     const { leaseOwner, leaseLive, cancelRequested, ...turn } = row;
     return { turn, leaseOwner, leaseLive, cancelRequested };
   }
+}
+
+function turnActive(conversationId: ConversationId): DalError {
+  return new DalError('turn_active', `conversation ${conversationId} already has an open turn`);
 }
