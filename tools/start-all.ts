@@ -8,11 +8,11 @@ const APPS = ['gateway', 'turn-orchestrator', 'attachment-ingest', 'compaction-w
 async function main() {
   await migrate();
   const children: ChildProcess[] = APPS.map((app) => {
-    const entry = path.join(__dirname, '..', 'apps', app, 'src', 'main.js');
     // `<APP>_HEALTH_PORT` (e.g. TURN_ORCHESTRATOR_HEALTH_PORT) moves one worker's health port.
     const healthPort = process.env[`${app.toUpperCase().replace(/-/g, '_')}_HEALTH_PORT`];
     const env = healthPort ? { ...process.env, HEALTH_PORT: healthPort } : process.env;
-    const child = spawn(process.execPath, ['--enable-source-maps', entry], {
+    // The image's launcher, so each service runs with the same Node flags here as there.
+    const child = spawn('/bin/sh', [path.join(__dirname, '..', '..', 'docker', 'entrypoint.sh'), app], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

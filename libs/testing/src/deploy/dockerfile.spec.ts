@@ -171,11 +171,27 @@ describe('docker/entrypoint.sh', () => {
   const scripts = JSON.parse(readRepoFile('package.json')).scripts as Record<string, string>;
   afterAll(() => rmSync(bin, { recursive: true }));
 
-  it.each([...APPS, 'migrate'])('runs %s exactly as its npm script does, from the image root', (app) => {
-    const script = scripts[app === 'migrate' ? 'migrate' : `start:${app}`];
-    const result = run([app]);
+  it.each(APPS)(
+    'is what `npm run start:%s` runs, and starts its built service from the image root',
+    (app) => {
+      expect(scripts[`start:${app}`]).toBe(`sh docker/entrypoint.sh ${app}`);
+      const result = run([app]);
+      expect(result.status).toBe(0);
+      expect(result.stdout.trim()).toMatch(
+        new RegExp(`^${ROOT}\\|--enable-source-maps (\\S+ )*dist/apps/${app}/src/main\\.js$`),
+      );
+    },
+  );
+
+  it('starts the ingest worker with a first heap that a picture’s buffers do not fill', () => {
+    expect(run(['attachment-ingest']).stdout).toContain('--initial-old-space-size=256 ');
+    expect(run(['gateway']).stdout).not.toContain('--initial-old-space-size');
+  });
+
+  it('runs migrate exactly as its npm script does, from the image root', () => {
+    const result = run(['migrate']);
     expect(result.status).toBe(0);
-    expect(result.stdout.trim()).toBe(`${ROOT}|${script.replace(/^node /, '')}`);
+    expect(result.stdout.trim()).toBe(`${ROOT}|${scripts['migrate'].replace(/^node /, '')}`);
   });
 
   it('takes the service from PORTAL_APP when no argument is given, and refuses an unknown one', () => {

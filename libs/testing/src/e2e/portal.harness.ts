@@ -126,8 +126,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
   const healthURL = (app: PortalApp) => `http://127.0.0.1:${ports[app]}/health/ready`;
 
   async function start(app: PortalApp): Promise<void> {
-    const entry = path.join(ROOT, 'dist', 'apps', app, 'src', 'main.js');
-    const child = spawn(process.execPath, [entry], {
+    const child = spawn('/bin/sh', [path.join(ROOT, 'docker', 'entrypoint.sh'), app], {
       cwd: ROOT,
       env: { ...process.env, ...env, HEALTH_PORT: String(ports[app]), NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],

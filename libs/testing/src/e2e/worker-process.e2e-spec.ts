@@ -8,9 +8,9 @@ import { createTestDatabase, type TestDatabase } from '../database.util';
 import { deleteRedisPrefix } from '../redis.util';
 
 /**
- * The built workers (dist/, built by the Jest global setup) as real processes: their health port
- * serves /metrics, they log JSON, and SIGTERM while idle ends them with code 0 well within the
- * deadline. (SIGTERM mid-turn is the end-to-end suite's.)
+ * The built workers (dist/, built by the Jest global setup) as real processes started by
+ * docker/entrypoint.sh: their health port serves /metrics, they log JSON, and SIGTERM while idle
+ * ends them with code 0 well within the deadline. (SIGTERM mid-turn is the end-to-end suite's.)
  */
 const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
 const REDIS_URL = readRedisUrl(process.env);
@@ -44,7 +44,8 @@ async function freePort(): Promise<number> {
 }
 
 async function startWorker(app: string, port: number): Promise<{ child: ChildProcess; output: string[] }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+  // Through the image's launcher, which must hand the process over to node (`exec`) for SIGTERM to reach it.
+  const child = spawn('/bin/sh', [path.join(ROOT, 'docker', 'entrypoint.sh'), app], {
     cwd: ROOT,
     env: {
       PATH: process.env['PATH'],
