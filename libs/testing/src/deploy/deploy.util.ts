@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -9,6 +10,14 @@ export const WORKERS = ['turn-orchestrator', 'attachment-ingest', 'compaction-wo
 export const APPS = ['gateway', ...WORKERS] as const;
 export type App = (typeof APPS)[number];
 export type Worker = (typeof WORKERS)[number];
+
+/** The image's ENTRYPOINT, which starts every service with its Node flags; also `npm start`'s. */
+export const LAUNCHER = path.join(ROOT, 'docker', 'entrypoint.sh');
+
+/** Starts a built service as the image does, from the repository root. */
+export function launchService(app: App, options: Omit<SpawnOptions, 'cwd'>): ChildProcess {
+  return spawn('/bin/sh', [LAUNCHER, app], { ...options, cwd: ROOT });
+}
 
 export function readRepoFile(file: string): string {
   return readFileSync(path.join(ROOT, file), 'utf8');

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -6,15 +6,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { readRedisUrl, redisTargetEnv, type RedisTarget } from '@portal/contracts';
 import { createTestDatabase, type TestDatabase } from '../database.util';
+import { APPS, launchService, type App } from '../deploy/deploy.util';
 import { deleteRedisPrefix } from '../redis.util';
 
-export const PORTAL_APPS = [
-  'gateway',
-  'turn-orchestrator',
-  'attachment-ingest',
-  'compaction-worker',
-] as const;
-export type PortalApp = (typeof PORTAL_APPS)[number];
+export const PORTAL_APPS = APPS;
+export type PortalApp = App;
 
 export interface PortalOptions {
   /** The model catalogue (API.md shape, `models: [...]`), written to PORTAL_MODELS_FILE. */
@@ -45,7 +41,6 @@ export interface RunningPortal {
   stop(): Promise<void>;
 }
 
-const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
 const SHARED_REDIS: RedisTarget = { url: readRedisUrl(process.env) };
 
 /** A TCP port on 127.0.0.1 that nothing listens on right now. */
@@ -126,8 +121,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<RunningP
   const healthURL = (app: PortalApp) => `http://127.0.0.1:${ports[app]}/health/ready`;
 
   async function start(app: PortalApp): Promise<void> {
-    const child = spawn('/bin/sh', [path.join(ROOT, 'docker', 'entrypoint.sh'), app], {
-      cwd: ROOT,
+    const child = launchService(app, {
       env: { ...process.env, ...env, HEALTH_PORT: String(ports[app]), NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

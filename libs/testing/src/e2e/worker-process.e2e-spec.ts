@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import path from 'node:path';
 import { readRedisUrl } from '@portal/contracts';
 import { METRIC } from '@portal/observability';
 import { createTestDatabase, type TestDatabase } from '../database.util';
+import { launchService, type App } from '../deploy/deploy.util';
 import { deleteRedisPrefix } from '../redis.util';
 
 /**
@@ -12,7 +12,6 @@ import { deleteRedisPrefix } from '../redis.util';
  * docker/entrypoint.sh: their health port serves /metrics, they log JSON, and SIGTERM while idle
  * ends them with code 0 well within the deadline. (SIGTERM mid-turn is the end-to-end suite's.)
  */
-const ROOT = path.resolve(__dirname, '..', '..', '..', '..');
 const REDIS_URL = readRedisUrl(process.env);
 const DEADLINE_MS = 8000;
 const WORKERS = [
@@ -43,10 +42,9 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startWorker(app: string, port: number): Promise<{ child: ChildProcess; output: string[] }> {
-  // Through the image's launcher, which must hand the process over to node (`exec`) for SIGTERM to reach it.
-  const child = spawn('/bin/sh', [path.join(ROOT, 'docker', 'entrypoint.sh'), app], {
-    cwd: ROOT,
+async function startWorker(app: App, port: number): Promise<{ child: ChildProcess; output: string[] }> {
+  // The launcher must hand the process over to node (`exec`) for SIGTERM to reach it.
+  const child = launchService(app, {
     env: {
       PATH: process.env['PATH'],
       DATABASE_URL: db.url,
