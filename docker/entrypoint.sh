@@ -7,11 +7,12 @@ app="${1:-${PORTAL_APP:-}}"
 if [ "$#" -gt 0 ]; then shift; fi
 cd "$(dirname "$0")/.."
 case "$app" in
-  gateway | turn-orchestrator | compaction-worker)
+  turn-orchestrator | compaction-worker)
     exec node --enable-source-maps "dist/apps/$app/src/main.js" "$@" ;;
-  attachment-ingest)
-    # Each picture brings about 10 MB of buffers; from V8's small first old generation they set off a
-    # full GC during half the renders (docs/benchmarks.md). A flag NODE_OPTIONS does not take.
+  gateway | attachment-ingest)
+    # Each picture upload brings megabytes of buffers (about 20 MB in the gateway, 10 in the worker);
+    # against V8's old-generation limit, kept close above the live heap, they set off a full GC
+    # for most uploads (docs/benchmarks.md). A flag NODE_OPTIONS does not take.
     exec node --enable-source-maps --initial-old-space-size=256 "dist/apps/$app/src/main.js" "$@" ;;
   migrate)
     exec node --enable-source-maps dist/tools/migrate.js "$@" ;;

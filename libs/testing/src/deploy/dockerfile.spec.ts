@@ -183,9 +183,11 @@ describe('docker/entrypoint.sh', () => {
     },
   );
 
-  it('starts the ingest worker with a first heap that a picture’s buffers do not fill', () => {
-    expect(run(['attachment-ingest']).stdout).toContain('--initial-old-space-size=256 ');
-    expect(run(['gateway']).stdout).not.toContain('--initial-old-space-size');
+  it('starts the services that take uploads with a first heap that a picture’s buffers do not fill', () => {
+    for (const app of ['gateway', 'attachment-ingest'])
+      expect(run([app]).stdout).toContain('--initial-old-space-size=256 ');
+    for (const app of ['turn-orchestrator', 'compaction-worker'])
+      expect(run([app]).stdout).not.toContain('--initial-old-space-size');
   });
 
   it('runs migrate exactly as its npm script does, from the image root', () => {
