@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { TurnKind } from '@portal/domain';
-import { GATEWAY_METRIC } from '@portal/observability';
+import { collectProcessMetrics, GATEWAY_METRIC } from '@portal/observability';
 
 /** The gateway's Prometheus metrics, on a registry of its own (several apps may share a process in tests). */
 @Injectable()
@@ -35,7 +35,7 @@ export class MetricsService {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'portal_gateway_' });
+    collectProcessMetrics(this.registry, 'portal_gateway_');
   }
 
   httpRequest(method: string, route: string, status: number): void {
