@@ -39,9 +39,9 @@ const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600];
 const WAIT_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300];
 
 /**
- * How often the event-loop delay is sampled. prom-client's default, 10 ms, wakes an idle service
- * 100 times a second, about 5 ms of CPU a second on this VM; 50 ms still gives a lag histogram
- * hundreds of samples per scrape (docs/benchmarks.md).
+ * How often the event-loop delay is sampled: prom-client's default, 10 ms, keeps an idle service
+ * waking 100 times a second for it; at 50 ms a scrape still reads hundreds of samples
+ * (docs/benchmarks.md).
  */
 const EVENT_LOOP_SAMPLE_MS = 50;
 
