@@ -5,6 +5,7 @@ import { Logger } from 'nestjs-pino';
 import type { Logger as Pino } from 'pino';
 import type { QueueName } from '@portal/contracts';
 import {
+  collectProcessMetrics,
   createLogger,
   PortalMetrics,
   startHealthServer,
@@ -69,7 +70,7 @@ export async function bootWorker(options: WorkerBootOptions): Promise<INestMicro
   const app = await createQueueMicroservice(options.module, { queues: options.queues, logger: log });
   const client = app.get(BullMqClient);
   const metrics = app.get(PortalMetrics);
-  metrics.collectDefaults(`portal_${options.name.replace(/-/g, '_')}_`);
+  collectProcessMetrics(metrics.registry, `portal_${options.name.replace(/-/g, '_')}_`);
   metrics.watchQueues(options.queues.map((name) => client.queue(name)));
   const appReady = options.ready(app);
   const health = await startHealthServer(

@@ -153,11 +153,6 @@ export class PortalMetrics {
     registers: this.registers,
   });
 
-  /** Node's process metrics (CPU, memory, event loop) as `<prefix>process_…`, `<prefix>nodejs_…`. */
-  collectDefaults(prefix: string): void {
-    collectProcessMetrics(this.registry, prefix);
-  }
-
   /** `portal_queue_jobs` reports these queues from now on. */
   watchQueues(queues: readonly CountedQueue[]): void {
     for (const queue of queues) this.watched.add(queue);
