@@ -6,7 +6,7 @@ import {
   type ReadPacket,
 } from '@nestjs/microservices';
 import { DelayedError, Worker, type Job } from 'bullmq';
-import type { RedisClient } from '@portal/redis';
+import { disconnectClient, type RedisClient } from '@portal/redis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import type { QueueName } from '@portal/contracts';
 import { queueTelemetry, runWithLogContext } from '@portal/observability';
@@ -92,7 +92,7 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
   async close(): Promise<void> {
     this.shutdown.abort();
     await Promise.all(this.workers.map((worker) => worker.close()));
-    for (const connection of this.connections) connection.disconnect();
+    await Promise.all(this.connections.map(disconnectClient));
   }
 
   /** Listens to an event of every BullMQ worker (`failed`, `completed`, `stalled`, …). */

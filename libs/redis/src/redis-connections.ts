@@ -53,6 +53,22 @@ const ROLES = {
 export type RedisRole = keyof typeof ROLES;
 
 /**
+ * Disconnects `client`, resolving once it has ended. A client that never connected, or has ended
+ * already, is left as it is: disconnecting it again would start ioredis's timer to destroy a
+ * socket that is gone, which keeps the process alive for two seconds.
+ */
+export function disconnectClient(client: RedisClient): Promise<void> {
+  if (client.status === 'wait' || client.status === 'end') return Promise.resolve();
+  // Between two reconnection attempts there is no socket: disconnecting only stops the retries.
+  const ended =
+    client.status === 'reconnecting' || client.status === 'close'
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => client.once('end', () => resolve()));
+  client.disconnect();
+  return ended;
+}
+
+/**
  * Every Redis connection of a process, by role: one place that opens them from the config (one
  * server, or a Redis Cluster through ioredis's `Cluster`) and closes them all on shutdown.
  */
@@ -96,21 +112,10 @@ export class RedisConnections {
   /** Closes every connection still open, resolving once each has ended; later calls to `shared` or `dedicated` throw. */
   async close(): Promise<void> {
     this.closed = true;
-    // A client that never connected has nothing to close (and disconnecting it would leave a timer).
-    const closing = [...this.open].filter((client) => client.status !== 'wait' && client.status !== 'end');
+    const closing = [...this.open];
     this.open.clear();
     this.sharedByRole.clear();
-    await Promise.all(
-      closing.map((client) => {
-        // Between two reconnection attempts there is no socket: disconnecting only stops the retries.
-        const ended =
-          client.status === 'reconnecting' || client.status === 'close'
-            ? Promise.resolve()
-            : new Promise<void>((resolve) => client.once('end', () => resolve()));
-        client.disconnect();
-        return ended;
-      }),
-    );
+    await Promise.all(closing.map(disconnectClient));
   }
 
   private connect(options: ConnectionOptions): RedisClient {

@@ -1,7 +1,7 @@
 import { Global, Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { readRedisUrl } from '@portal/contracts';
-import { RedisConnections } from './redis-connections';
+import { disconnectClient, RedisConnections } from './redis-connections';
 import { RedisModule } from './redis.module';
 
 /** A global module that still needs Redis while it shuts down, as the queue's workers do. */
@@ -35,5 +35,20 @@ describe('RedisModule', () => {
     expect(app.get(LastWrite).answered).toBe('PONG');
     expect([shared.status, follower.status]).toEqual(['end', 'end']);
     expect(() => redis.dedicated('state')).toThrow(/closed/);
+  });
+
+  it('disconnects a client once: one that has ended is left alone, with no timer started', async () => {
+    const redis = new RedisConnections({ url: readRedisUrl(process.env) });
+    const client = redis.dedicated('events-reader');
+    expect(await client.ping()).toBe('PONG');
+    await disconnectClient(client);
+    expect(client.status).toBe('end');
+
+    // ioredis's disconnect of an ended client starts a 2 s timer to destroy its gone socket.
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    await disconnectClient(client);
+    await redis.close();
+    expect(timers()).toBe(before);
   });
 });

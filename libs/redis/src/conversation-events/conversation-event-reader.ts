@@ -1,6 +1,6 @@
 import type { ConversationId } from '@portal/domain';
 import { Logger } from '@nestjs/common';
-import type { RedisClient, RedisConnections } from '../redis-connections';
+import { disconnectClient, type RedisClient, type RedisConnections } from '../redis-connections';
 import { conversationEventsChannel, conversationEventsKey } from '@portal/contracts';
 import { parseAnnouncement, toStoredEvent, type StoredEvent } from './conversation-events';
 import { compareStreamIds } from './stream-id.util';
@@ -126,8 +126,7 @@ export class ConversationEventReader {
   async close(): Promise<void> {
     this.closing = true;
     this.followed.clear();
-    this.listener.disconnect();
-    this.commands.disconnect();
+    await Promise.all([disconnectClient(this.listener), disconnectClient(this.commands)]);
   }
 
   /**
