@@ -62,24 +62,19 @@ export async function openPdfDocument(
     reader.documents++;
   };
   start(primary);
-  const openOn = async (reader: ReaderThread) => {
-    await reader.ready;
-    const bytes = new Uint8Array(data);
-    return reader.answer({ type: 'open', data: bytes }, [bytes.buffer as ArrayBuffer]);
-  };
   /** Closes the document on the reader and hands the reader back (or ends it when it failed). */
-  const finish = async (reader: ReaderThread, lent: boolean) => {
+  const finish = async (reader: ReaderThread) => {
     const ended = await reader.answer({ type: 'close' }).catch(() => null);
     if (ended?.type !== 'closed') {
       reader.fail(failure ?? new UnreadableFileError('the PDF reader answered out of turn'));
     }
-    pool.giveBack(reader, lent);
+    pool.giveBack(reader);
   };
   const giveBackIdle = () => {
     for (const lane of free.filter((l) => l !== primary)) {
       free.splice(free.indexOf(lane), 1);
       lanes.splice(lanes.indexOf(lane), 1);
-      void finish(lane, true);
+      void finish(lane);
     }
   };
   let closed = false;
@@ -91,7 +86,7 @@ export async function openPdfDocument(
     closed = true;
     pool.endLending(giveBackIdle);
     await joining;
-    await Promise.all(lanes.map((lane) => finish(lane, lane !== primary)));
+    await Promise.all(lanes.map(finish));
     clearTimeout(deadline);
   };
   const acquire = () =>
@@ -100,7 +95,7 @@ export async function openPdfDocument(
     if (reader !== primary && pool.readerWanted) {
       // Another document needs a reader: this borrowed one goes back now.
       lanes.splice(lanes.indexOf(reader), 1);
-      void finish(reader, true);
+      void finish(reader);
       return;
     }
     const next = queue.shift();
@@ -109,7 +104,7 @@ export async function openPdfDocument(
   };
 
   try {
-    const opened = await openOn(primary);
+    const opened = await primary.open(data);
     if (opened.type !== 'opened') throw new UnreadableFileError(openError(opened));
     if (opened.pageCount >= PARALLEL_MIN_PAGES && !opened.encrypted) {
       // Borrowed readers open the document while the first one already reads, and join in.
@@ -121,13 +116,13 @@ export async function openPdfDocument(
       }
       joining = Promise.all(
         extras.map(async (extra) => {
-          const also = await openOn(extra).catch(() => null);
+          const also = await extra.open(data).catch(() => null);
           opening--;
           if (!closed && !failure && also?.type === 'opened' && also.pageCount === opened.pageCount) {
             release(extra);
           } else {
             lanes.splice(lanes.indexOf(extra), 1);
-            await finish(extra, true);
+            await finish(extra);
           }
         }),
       );

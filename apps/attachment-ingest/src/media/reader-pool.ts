@@ -25,7 +25,7 @@ export class ReaderPool {
   /** Documents waiting for a borrowed reader to come back (null: it failed, start a new one). */
   private readonly waiting: ((reader: ReaderThread | null) => void)[] = [];
   /** Readers borrowed by documents that have one of their own. */
-  private borrowed = 0;
+  private readonly lent = new Set<ReaderThread>();
   /** For each document with borrowed readers: gives back those not reading right now. */
   private readonly lenders = new Set<() => void>();
   /** Readers started by prewarm that are still warming up. */
@@ -68,9 +68,7 @@ export class ReaderPool {
     const deadline = setTimeout(() => reader.fail(new Error('the PDF reader warm-up took too long')), 30_000);
     deadline.unref();
     try {
-      await reader.ready;
-      const bytes = new Uint8Array(warmUpPdf());
-      const opened = await reader.answer({ type: 'open', data: bytes }, [bytes.buffer as ArrayBuffer]);
+      const opened = await reader.open(warmUpPdf());
       if (opened.type !== 'opened') return false;
       for (let from = 1; from <= opened.pageCount; from += 8) {
         await reader.answer({ type: 'pages', from, to: Math.min(from + 7, opened.pageCount) });
@@ -97,7 +95,7 @@ export class ReaderPool {
   async take(memoryMb: number): Promise<ReaderThread> {
     const at = this.idle.findLastIndex((r) => r.memoryMb === memoryMb && !r.failure);
     if (at >= 0) return this.idle.splice(at, 1)[0];
-    if (this.borrowed > 0) {
+    if (this.lent.size > 0) {
       const reader = await new Promise<ReaderThread | null>((resolve) => {
         this.waiting.push(resolve);
         for (const giveBackIdle of this.lenders) giveBackIdle();
@@ -113,15 +111,16 @@ export class ReaderPool {
    * While it holds any, `giveBackIdle` is called whenever another document waits for a reader.
    */
   borrow(memoryMb: number, count: number, giveBackIdle: () => void): ReaderThread[] {
-    const lent: ReaderThread[] = [];
-    while (lent.length < count && !this.waiting.length) {
+    const borrowed: ReaderThread[] = [];
+    while (borrowed.length < count && !this.waiting.length) {
       const at = this.idle.findLastIndex((r) => r.memoryMb === memoryMb && !r.failure);
       if (at < 0) break;
-      lent.push(this.idle.splice(at, 1)[0]);
-      this.borrowed++;
+      const reader = this.idle.splice(at, 1)[0];
+      this.lent.add(reader);
+      borrowed.push(reader);
     }
-    if (lent.length) this.lenders.add(giveBackIdle);
-    return lent;
+    if (borrowed.length) this.lenders.add(giveBackIdle);
+    return borrowed;
   }
 
   /** The document that borrowed readers is closing: it gives back none any more on request. */
@@ -130,12 +129,12 @@ export class ReaderPool {
   }
 
   /**
-   * A reader whose document is done with it (`lent`: a borrowed one): it serves a document that
-   * waits, or joins the idle ones, or is retired. A failed one is not kept, and a document waiting
-   * for a borrowed one then starts a reader of its own.
+   * A reader whose document is done with it: it serves a document that waits, or joins the idle
+   * ones, or is retired. A failed one is not kept, and when it was borrowed, a document waiting for
+   * it starts a reader of its own.
    */
-  giveBack(reader: ReaderThread, lent = false): void {
-    if (lent) this.borrowed--;
+  giveBack(reader: ReaderThread): void {
+    const lent = this.lent.delete(reader);
     if (reader.failure) {
       if (lent) this.waiting.shift()?.(null);
       return;

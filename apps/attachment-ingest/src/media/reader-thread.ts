@@ -78,6 +78,16 @@ export class ReaderThread {
     return answer;
   }
 
+  /**
+   * Opens a document once the reader is ready: a copy of `data` is transferred, so the caller's
+   * bytes stay usable (another reader may open the same document).
+   */
+  async open(data: Uint8Array): Promise<ReaderMessage> {
+    await this.ready;
+    const bytes = new Uint8Array(data);
+    return this.answer({ type: 'open', data: bytes }, [bytes.buffer as ArrayBuffer]);
+  }
+
   /** Ends the reader with this reason (the first one given stays). */
   fail(err: Error): void {
     if (!this.failure) {
