@@ -73,7 +73,7 @@ export async function createGatewayApp(
     done();
   });
   fastify.addHook('onResponse', async (request, reply) => {
-    metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
+    metrics.httpRequest(request.method, routeOf(request), reply.statusCode);
   });
   await app.register(fastifyHelmet, SECURITY_HEADERS);
   await registerQueueBoard(app, config);
@@ -113,14 +113,19 @@ const SECURITY_HEADERS = {
   referrerPolicy: { policy: 'no-referrer' as const },
 };
 
+/** The request's route pattern, as its log lines and metrics name it. */
+function routeOf(request: FastifyRequest): string {
+  return request.routeOptions.url ?? 'unmatched';
+}
+
 /** The route and, on a conversation's or a turn's route, that id. */
 function requestIds(request: FastifyRequest): LogFields {
-  const route = request.routeOptions.url;
+  const route = routeOf(request);
   const { id } = (request.params ?? {}) as { id?: string };
   return {
-    route: route ?? 'unmatched',
-    conversationId: route?.startsWith('/v1/conversations/:id') ? id : undefined,
-    turnId: route?.startsWith('/v1/turns/:id') ? id : undefined,
+    route,
+    conversationId: route.startsWith('/v1/conversations/:id') ? id : undefined,
+    turnId: route.startsWith('/v1/turns/:id') ? id : undefined,
   };
 }
 
