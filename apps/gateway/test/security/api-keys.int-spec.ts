@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { hashApiKey, UserRepository } from '@portal/dal';
+import { KNOWN_KEY_TTL_MS } from '../../src/auth/authenticator.service';
 import { KEYS, startGateway, type Harness } from '../gateway-harness.util';
 
 /**
@@ -144,5 +145,45 @@ describe('API key lookup', () => {
     // The authenticator hands the key to the hashed lookup and nothing else.
     const guard = readFileSync(path.join(root, 'apps/gateway/src/auth/authenticator.service.ts'), 'utf8');
     expect(guard).toMatch(/this\.users\.findByApiKey\(apiKey\)/);
+  });
+});
+
+/** Runs `fn` with `key`'s row removed from the database, then puts the row back as it was. */
+async function withKeyRemoved(key: string, fn: () => Promise<void>): Promise<void> {
+  const hash = hashApiKey(key);
+  const [row] = await gw.db.dataSource.query(`SELECT * FROM api_keys WHERE key_hash = $1`, [hash]);
+  await gw.db.dataSource.query(`DELETE FROM api_keys WHERE key_hash = $1`, [hash]);
+  try {
+    await fn();
+  } finally {
+    await gw.db.dataSource.query(
+      `INSERT INTO api_keys (id, org_id, user_id, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
+      [row.id, row.org_id, row.user_id, row.key_hash, row.created_at],
+    );
+  }
+}
+
+describe('a found key', () => {
+  it('is remembered for a short while, so a key removed from the database stops working within it', async () => {
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(now);
+    try {
+      expect((await gw.call('GET', '/v1/me', { as: 'mallory' })).status).toBe(200);
+      await withKeyRemoved(KEYS.mallory, async () => {
+        // Remembered: the request reads no key from the database.
+        expect((await gw.call('GET', '/v1/me', { as: 'mallory' })).status).toBe(200);
+        clock.mockReturnValue(now + KNOWN_KEY_TTL_MS + 1);
+        expect((await gw.call('GET', '/v1/me', { as: 'mallory' })).status).toBe(401);
+      });
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it('is never remembered while unknown: a key added afterwards works at once', async () => {
+    await withKeyRemoved(KEYS.bob, async () => {
+      expect((await gw.call('GET', '/v1/me', { as: 'bob' })).status).toBe(401);
+    });
+    expect((await gw.call('GET', '/v1/me', { as: 'bob' })).status).toBe(200);
   });
 });
