@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { API_ROUTES, openApiPath } from '@portal/contracts';
-import { startGateway, type Harness } from '../test/gateway-harness.util';
-import { BODY_LIMIT_BYTES } from './gateway-app.util';
+import { KEYS, startGateway, type Harness } from '../test/gateway-harness.util';
+import { BODY_LIMIT_BYTES, REFUSED_BODY_READ_BYTES } from './gateway-app.util';
 import { defaultWebRoot, WEB_CLIENT_ROUTES } from './web/web.module';
 
 let gw: Harness;
@@ -69,6 +70,25 @@ describe('errors', () => {
     });
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('too_large');
+  });
+
+  it('reads the rest of a refused body, so its sender gets the 413 and keeps the connection', async () => {
+    const conn = await RawConnection.open(gw.url);
+    const size = 2 * BODY_LIMIT_BYTES;
+    conn.send(jsonPostHead('/v1/conversations', size));
+    // The answer comes before the body is sent; the client then sends all of it.
+    expect(await conn.nextAnswer()).toMatch(/^HTTP\/1\.1 413 [^]*"code":"too_large"/);
+    await conn.send(Buffer.alloc(size, 'x'));
+    conn.send('GET /health/live HTTP/1.1\r\nHost: portal\r\n\r\n');
+    expect(await conn.nextAnswer()).toMatch(/^HTTP\/1\.1 200 /);
+    conn.close();
+  });
+
+  it('cuts off a refused body declared larger than it reads', async () => {
+    const conn = await RawConnection.open(gw.url);
+    conn.send(jsonPostHead('/v1/conversations', REFUSED_BODY_READ_BYTES + 1));
+    expect(await conn.nextAnswer()).toMatch(/^HTTP\/1\.1 413 /);
+    await conn.ended;
   });
 
   it('answers a body that is not JSON 415 unsupported_type', async () => {
@@ -229,3 +249,62 @@ describe('security headers', () => {
     }
   });
 });
+
+/** The head of a JSON POST as alice, declaring `length` bytes of body. */
+function jsonPostHead(route: string, length: number): string {
+  return (
+    `POST ${route} HTTP/1.1\r\nHost: portal\r\nAuthorization: Bearer ${KEYS.alice}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
+  );
+}
+
+/** One HTTP/1.1 connection written and read byte for byte, as a client that sends before it reads. */
+class RawConnection {
+  private received = '';
+  private waiting?: () => void;
+  readonly ended: Promise<void>;
+
+  private constructor(private readonly socket: net.Socket) {
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      this.received += chunk;
+      this.waiting?.();
+    });
+    this.ended = new Promise((resolve) => socket.on('end', resolve));
+  }
+
+  static async open(url: string): Promise<RawConnection> {
+    const { hostname, port } = new URL(url);
+    const socket = net.connect(Number(port), hostname);
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    return new RawConnection(socket);
+  }
+
+  /** Resolves once the bytes are written; rejects when the server has closed the connection. */
+  send(data: string | Buffer): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.socket.write(data, (err) => (err ? reject(err) : resolve())),
+    );
+  }
+
+  /** The next complete answer (head and Content-Length body), taken off what was received. */
+  async nextAnswer(): Promise<string> {
+    for (;;) {
+      const headEnd = this.received.indexOf('\r\n\r\n');
+      if (headEnd >= 0) {
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(this.received.slice(0, headEnd))?.[1] ?? 0);
+        const end = headEnd + 4 + length;
+        if (this.received.length >= end) {
+          const answer = this.received.slice(0, end);
+          this.received = this.received.slice(end);
+          return answer;
+        }
+      }
+      await new Promise<void>((resolve) => (this.waiting = resolve));
+    }
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
