@@ -19,8 +19,8 @@ export interface ComposerOptions {
   /** Null for a conversation not started yet: the first message creates it (`create`). */
   conversationId: string | null;
   create?: () => Promise<string>;
-  /** A message was taken; `created` when it started the conversation. */
-  onSent?: (conversationId: string, created: boolean) => void;
+  /** A message was taken, as the turn `turnId` of the conversation. */
+  onSent?: (sent: { conversationId: string; turnId: string }) => void;
   agent: AgentView;
   /** The agent's model, and whether it can see pictures. */
   model: { id: string; sees: boolean };
@@ -259,7 +259,7 @@ export class Composer {
     try {
       conversationId = this.options.conversationId ?? (await this.options.create!());
       const attachmentIds = this.tray.ids();
-      await this.options.api.send(conversationId, {
+      const { turnId } = await this.options.api.send(conversationId, {
         text,
         ...(attachmentIds.length > 0 ? { attachmentIds } : {}),
         effort: this.effortSelect.value as Effort,
@@ -273,7 +273,7 @@ export class Composer {
       this.effortSelect.value = this.options.effort;
       this.say('');
       this.saveDraft();
-      this.options.onSent?.(conversationId, created);
+      this.options.onSent?.({ conversationId, turnId });
     } catch (err) {
       // A conversation started for a message that was refused is removed: no empty ones are left.
       if (created && conversationId)

@@ -55,7 +55,10 @@ export class ConversationView {
   });
   private compactingState: { el: HTMLElement; timer: number } | null = null;
   private static manifests = new Map<string, Promise<AttachmentManifest | null>>();
-  /** While the events buffered on opening are applied: what streamed before shows at once. */
+  /**
+   * While the events buffered on opening are applied: what streamed before shows at once, and a
+   * turn settling is not said (the session says the ones a person waits for, once caught up).
+   */
   catchUp = false;
 
   constructor(
@@ -381,7 +384,7 @@ export class ConversationView {
     if (this.announced.has(data.id)) return;
     this.announced.add(data.id);
     const pending = data.kind === 'approval_request' ? data.approved === null : data.answer === null;
-    if (!pending || this.catchUp) return;
+    if (!pending) return;
     this.hooks.announce(
       data.kind === 'approval_request'
         ? t('turn.announceApproval', { name: data.name })
@@ -424,7 +427,8 @@ export class ConversationView {
     }
   }
 
-  private announceSettled(turn: TurnModel): void {
+  /** Says how a settled turn ended: its answer, that it was stopped, or why it failed. */
+  announceSettled(turn: TurnModel): void {
     if (turn.status === 'cut_off') return this.hooks.announce(t('turn.announceStopped'));
     if (turn.status === 'failed') {
       // The reason follows the status on the stream: say the failure once it is there.

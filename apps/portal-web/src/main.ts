@@ -256,10 +256,10 @@ function start(api: Api, me: Me): void {
         const { id } = await api.createConversation(agent.id);
         return id;
       },
-      onSent: (id) => {
-        history.replaceState(null, '', `/c/${encodeURIComponent(id)}`);
+      onSent: ({ conversationId, turnId }) => {
+        history.replaceState(null, '', `/c/${encodeURIComponent(conversationId)}`);
         void refreshList();
-        void route();
+        void route(turnId);
       },
       agent,
       model: { id: agent.model, sees: model ? model.vision !== null : true },
@@ -291,7 +291,8 @@ function start(api: Api, me: Me): void {
     composer.focus();
   };
 
-  const route = async () => {
+  /** Shows what the URL names; `sentTurnId` is the turn a first message has just started there. */
+  const route = async (sentTurnId?: string) => {
     session?.close();
     session = null;
     heading = null;
@@ -305,7 +306,7 @@ function start(api: Api, me: Me): void {
       main.replaceChildren(h('div', { class: 'empty' }, h('p', {}, t('new.hint'))));
       return;
     }
-    const current = new ConversationSession(api, id, {
+    const current = new ConversationSession(api, id, sentTurnId, {
       announce,
       onSettled: () => {
         void refreshList();

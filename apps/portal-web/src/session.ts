@@ -62,6 +62,8 @@ export class ConversationSession {
   constructor(
     private readonly api: Api,
     readonly conversationId: string,
+    /** The turn a first message has just started here, if that is what opened the conversation. */
+    private readonly sentTurnId: string | undefined,
     private readonly hooks: SessionHooks,
   ) {
     this.anchor = loadAnchor(conversationId);
@@ -79,6 +81,8 @@ export class ConversationSession {
     this.models = models;
 
     const latest = conversation.turns.at(-1);
+    // Turns the person waits for: one they just started, one running as they opened the page.
+    const awaited = [this.sentTurnId, latest && isOpen(latest.status) ? latest.id : undefined];
     const resumeFrom =
       this.anchor && latest && this.anchor.turnId === latest.id && isOpen(latest.status)
         ? this.anchor.eventId
@@ -144,6 +148,11 @@ export class ConversationSession {
     this.view.catchUp = true;
     for (const [id, event] of buffered) this.process(id, event);
     this.view.catchUp = false;
+    // One that settled while the transcript loaded is said now; later ones as they settle.
+    for (const turnId of new Set(awaited)) {
+      const turn = turnId ? transcript.turns.get(turnId) : undefined;
+      if (turn && !isOpen(turn.status)) this.view.announceSettled(turn);
+    }
     // What was buffered may be counted in the transcript too (a usage row): the API's sums win.
     if (buffered.length > 0) this.scheduleReconcile(0);
     this.composer.update();

@@ -1,4 +1,5 @@
 import {
+  announcement,
   answerTexts,
   DESKTOP,
   KEY,
@@ -89,12 +90,7 @@ describe('the portal web client, on every screen and for every reader', () => {
     await send(page, 'Set it up');
     await page.getByRole('button', { name: 'EU' }).waitFor();
     // A request that waits for the person is said in the live region.
-    expect(
-      await until(
-        () => page.locator('#announcer').textContent(),
-        (t) => !!t,
-      ),
-    ).toBe('The agent asks: Which region?');
+    expect(await announcement(page)).toBe('The agent asks: Which region?');
     web.script({ toolCalls: [{ name: 'deploy', arguments: { env: 'eu-prod' } }] }, 'Deployed to EU.');
     await page.getByRole('button', { name: 'EU' }).click();
     const approve = page.getByRole('button', { name: 'Approve' });

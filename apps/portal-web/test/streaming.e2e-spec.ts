@@ -1,5 +1,7 @@
+import type { Page } from 'playwright-core';
 import { splitGraphemes } from '@portal/render';
 import {
+  announcement,
   answerTexts,
   conversationId,
   KEY,
@@ -193,6 +195,49 @@ describe('the portal web client, streaming', () => {
     expect(partial.length).toBeGreaterThan(0);
     expect(text.startsWith(partial)).toBe(true);
     expect(partial.length).toBeLessThan(text.length);
+    await page.context().close();
+  });
+});
+
+/**
+ * The page opens a conversation by reading it, opening its stream, then reading its transcript and
+ * the conversation again; this holds the `n`th read of the conversation (1 or 2) back, so what
+ * the turn does meanwhile arrives while the page loads.
+ */
+async function holdConversationRead(page: Page, n: 1 | 2, ms: number): Promise<void> {
+  let reads = 0;
+  await page.route(/\/v1\/conversations\/[^/?]+$/, async (route) => {
+    if (route.request().method() === 'GET' && ++reads === n) await new Promise((r) => setTimeout(r, ms));
+    await route.continue();
+  });
+}
+
+describe('the live region, for a turn that moves while its conversation loads', () => {
+  it('says a question that arrives on the stream while the transcript loads', async () => {
+    const page = await web.signedInPage();
+    await holdConversationRead(page, 2, 3000);
+    await newConversation(page);
+    web.script({
+      toolCalls: [
+        { name: 'ask_clarification', arguments: { question: 'Which region?', options: ['EU', 'US'] } },
+      ],
+      chunkSize: 1000,
+      delayMs: 400,
+    });
+    await send(page, 'Set it up');
+    await page.getByRole('button', { name: 'EU' }).waitFor();
+    expect(await announcement(page, 5000)).toBe('The agent asks: Which region?');
+    await page.context().close();
+  });
+
+  it('says the answer to a first message that settled before the page first read its conversation', async () => {
+    const page = await web.signedInPage();
+    await holdConversationRead(page, 1, 1500);
+    await newConversation(page);
+    web.script({ text: 'Done already.' });
+    await send(page, 'Quick one');
+    await settled(page);
+    expect(await announcement(page, 5000)).toBe('Done already.');
     await page.context().close();
   });
 });

@@ -386,6 +386,15 @@ export async function until<T>(
   return value;
 }
 
+/** What the live region says, once it says anything (empty if it stays silent for `timeoutMs`). */
+export function announcement(page: Page, timeoutMs = 20_000): Promise<string | null> {
+  return until(
+    () => page.locator('#announcer').textContent(),
+    (t) => !!t,
+    timeoutMs,
+  );
+}
+
 /** Reads until the value equals `expected` (as JSON), then returns the last value read. */
 export function eventually<T>(read: () => Promise<T>, expected: T, timeoutMs = 20_000): Promise<T> {
   const want = JSON.stringify(expected);
