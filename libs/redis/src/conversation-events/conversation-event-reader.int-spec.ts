@@ -215,6 +215,32 @@ describe('ConversationEventReader', () => {
     expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
   });
 
+  it('reads an append whose announcement was lost once the conversation is quiet, and subscribes again', async () => {
+    const id = randomUUID();
+    const channel = conversationEventsChannel(prefix, ConversationId(id));
+    const quick = new ConversationEventReader(connections, prefix, { resyncMs: 200 });
+    const monitor = await redis.monitor();
+    const subscribes: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0].toLowerCase() === 'subscribe' && args.includes(channel)) subscribes.push(args);
+    });
+    try {
+      const sink = collector();
+      quick.subscribe(ConversationId(id), await events.lastId(ConversationId(id)), sink);
+      await events.publish(ConversationId(id), delta(1));
+      await sink.until(1);
+      expect(subscribes).toHaveLength(1);
+      // Appended as the writers append, announced to nobody.
+      await redis.xadd(conversationEventsKey(prefix, ConversationId(id)), '*', 'e', JSON.stringify(delta(2)));
+      await sink.until(2);
+      expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
+      await eventually(async () => subscribes.length === 2, 'the channel subscribed again');
+    } finally {
+      monitor.disconnect();
+      await quick.close();
+    }
+  });
+
   it('stops listening to a conversation when its last subscriber leaves', async () => {
     const id = randomUUID();
     const channel = conversationEventsChannel(prefix, ConversationId(id));

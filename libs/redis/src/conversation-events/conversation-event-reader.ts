@@ -40,12 +40,16 @@ interface Followed {
   reading: boolean;
   /** A notification came while reading: read once more. */
   again: boolean;
+  /** When the reader last heard of it (started, announced, read new events), by `Date.now()`. */
+  heardAt: number;
 }
 
 /** Events per XRANGE, for the shared reads and the replays. */
 const PAGE = 500;
 /** Tries at following a conversation before its subscribers are ended. */
 const START_ATTEMPTS = 5;
+/** A followed conversation not heard of for this long is read anyway (see `resyncQuiet`). */
+const RESYNC_MS = 5_000;
 
 /**
  * The gateway's one reader of conversation events: two Redis connections whatever the number of
@@ -59,7 +63,8 @@ const START_ATTEMPTS = 5;
  * Nothing is missed between a replay and the live part: a subscriber goes live only once its
  * replay has reached what the shared reads and announcements have handed out (checked after each
  * page, with no wait between the check and going live); ids at or before a subscriber's `lastId`
- * are never given to it twice.
+ * are never given to it twice. Announcements are at most once: a conversation not heard of for a
+ * while is read anyway (`resyncQuiet`), so one that was lost makes its events late, never lost.
  */
 export class ConversationEventReader {
   private readonly logger = new Logger('ConversationEventReader');
@@ -68,10 +73,12 @@ export class ConversationEventReader {
   private readonly followed = new Map<string, Followed>();
   private connectedBefore = false;
   private closing = false;
+  private readonly resyncTimer: NodeJS.Timeout;
 
   constructor(
     connections: RedisConnections,
     private readonly prefix: string,
+    options: { resyncMs?: number } = {},
   ) {
     // Named, so that an operator (and a test) can tell the reader's connections in CLIENT LIST.
     this.listener = connections.dedicated('events-listener', `${prefix}:events-listener`);
@@ -79,6 +86,8 @@ export class ConversationEventReader {
     this.listener.on('message', (channel: string, message: string) => this.announced(channel, message));
     this.listener.on('ready', () => this.reconnected());
     for (const redis of [this.listener, this.commands]) redis.on('error', () => undefined); // reconnects
+    const resyncMs = options.resyncMs ?? RESYNC_MS;
+    this.resyncTimer = setInterval(() => this.resyncQuiet(resyncMs), resyncMs);
   }
 
   /**
@@ -98,6 +107,7 @@ export class ConversationEventReader {
         subscribers: new Set(),
         reading: false,
         again: false,
+        heardAt: Date.now(),
       };
       entry.started = this.start(entry);
       this.followed.set(channel, entry);
@@ -125,6 +135,7 @@ export class ConversationEventReader {
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.resyncTimer);
     this.followed.clear();
     await Promise.all([disconnectClient(this.listener), disconnectClient(this.commands)]);
   }
@@ -161,6 +172,7 @@ export class ConversationEventReader {
   private announced(channel: string, message: string): void {
     const followed = this.followed.get(channel);
     if (!followed?.cursor) return; // not started: its start reads
+    followed.heardAt = Date.now();
     const { newestId, inline } = parseAnnouncement(message);
     if (compareStreamIds(newestId, followed.cursor) <= 0) return;
     if (inline && !followed.reading && inline.after === followed.cursor) {
@@ -195,6 +207,7 @@ export class ConversationEventReader {
           if (rows.length === 0) break;
           const batch: StoredEvent[] = rows.map(toStoredEvent);
           followed.cursor = batch[batch.length - 1].id;
+          followed.heardAt = Date.now();
           for (const subscriber of followed.subscribers) if (subscriber.live) offer(subscriber, batch);
           if (rows.length < PAGE) break;
         }
@@ -228,6 +241,29 @@ export class ConversationEventReader {
     } catch (err) {
       this.failed(`replay ${followed.key}`, err);
       subscriber.sink.end();
+    }
+  }
+
+  /**
+   * Reads each followed conversation not heard of for `quietMs`. Pub/sub can drop an announcement
+   * while the listener's connection stays up: on a Redis Cluster, ioredis moves its subscriber to
+   * another node without a word, and what is published meanwhile is lost. A read that finds
+   * events no announcement brought subscribes to the channel again, in case the subscription went
+   * with them.
+   */
+  private resyncQuiet(quietMs: number): void {
+    const quietSince = Date.now() - quietMs;
+    for (const followed of this.followed.values()) {
+      if (followed.cursor === null || followed.reading || followed.heardAt > quietSince) continue;
+      const before = followed.cursor;
+      followed.heardAt = Date.now();
+      void this.read(followed).then(() => {
+        if (followed.cursor === before || this.followed.get(followed.channel) !== followed) return;
+        this.logger.warn(`${followed.key}: found events never announced; subscribing again`);
+        this.listener
+          .subscribe(followed.channel)
+          .catch((err) => this.failed(`subscribe ${followed.channel}`, err));
+      });
     }
   }
 
