@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { API_ROUTES, openApiPath } from '@portal/contracts';
 import { KEYS, startGateway, type Harness } from '../test/gateway-harness.util';
-import { BODY_LIMIT_BYTES, REFUSED_BODY_READ_BYTES } from './gateway-app.util';
+import { BODY_LIMIT_BYTES, REFUSED_BODY_READ_BYTES } from './common/body-limits';
 import { defaultWebRoot, WEB_CLIENT_ROUTES } from './web/web.module';
 
 let gw: Harness;

@@ -20,14 +20,9 @@ import {
 import { registerQueueBoard } from './admin/queue-board.util';
 import { AppModule } from './app.module';
 import { frameworkError } from './common/api-error.util';
+import { BODY_LIMIT_BYTES } from './common/body-limits';
 import type { GatewayConfig } from './config';
 import { MetricsService } from './metrics/metrics.service';
-
-/** Request bodies above this answer 413 `too_large`. */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
-
-/** A refused body up to this size is still read (and thrown away) so its sender sees the 413. */
-export const REFUSED_BODY_READ_BYTES = 8 * BODY_LIMIT_BYTES;
 
 /**
  * The gateway app, configured but not listening: `listen` runs the bootstrap file first
@@ -64,7 +59,6 @@ export async function createGatewayApp(
   const fastify = app.getHttpAdapter().getInstance();
   if (options.onRoute) fastify.addHook('onRoute', options.onRoute);
   acceptJsonOnly(fastify);
-  readRefusedBodies(fastify);
   const metrics = app.get(MetricsService);
   const queues = app.get(BullMqClient);
   app.get(PortalMetrics).watchQueues(Object.values(QueueName).map((name) => queues.queue(name)));
@@ -90,20 +84,6 @@ export async function createGatewayApp(
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs', staticCSP: true });
   return app;
-}
-
-/**
- * Fastify refuses a body whose declared length is over the limit before reading it and closes the
- * connection; a client still sending then meets a reset (EPIPE) instead of the 413. Up to
- * REFUSED_BODY_READ_BYTES the connection stays open, so Node reads the rest of the body and drops
- * it, and the client reads its answer; a larger declared body is cut off as before.
- */
-function readRefusedBodies(fastify: FastifyInstance): void {
-  fastify.addHook('onSend', async (request, reply, payload) => {
-    const declared = Number(request.headers['content-length']);
-    if (reply.statusCode === 413 && declared <= REFUSED_BODY_READ_BYTES) reply.removeHeader('connection');
-    return payload;
-  });
 }
 
 /**
