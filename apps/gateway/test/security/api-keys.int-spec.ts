@@ -148,18 +148,15 @@ describe('API key lookup', () => {
   });
 });
 
-/** Runs `fn` with `key`'s row removed from the database, then puts the row back as it was. */
+/** Runs `fn` with `key` removed from the database, then gives it back to its user. */
 async function withKeyRemoved(key: string, fn: () => Promise<void>): Promise<void> {
-  const hash = hashApiKey(key);
-  const [row] = await gw.db.dataSource.query(`SELECT * FROM api_keys WHERE key_hash = $1`, [hash]);
-  await gw.db.dataSource.query(`DELETE FROM api_keys WHERE key_hash = $1`, [hash]);
+  const users = new UserRepository(gw.db.dataSource);
+  const owner = (await users.findByApiKey(key))!;
+  await gw.db.dataSource.query(`DELETE FROM api_keys WHERE key_hash = $1`, [hashApiKey(key)]);
   try {
     await fn();
   } finally {
-    await gw.db.dataSource.query(
-      `INSERT INTO api_keys (id, org_id, user_id, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
-      [row.id, row.org_id, row.user_id, row.key_hash, row.created_at],
-    );
+    await users.addApiKey(owner.orgId, owner.id, key);
   }
 }
 
