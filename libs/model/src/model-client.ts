@@ -1,12 +1,14 @@
 import OpenAI, { APIConnectionTimeoutError, APIUserAbortError } from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import type { Effort } from '@portal/domain';
+import { Agent } from 'undici';
 import type { ModelEntry } from './catalogue';
 import {
   startLocalModelServer,
   type LocalModelServer,
   type LocalModelServerOptions,
 } from './local-model.server';
+import { pooledFetch } from './pooled-fetch';
 import { BrokenStreamError, StreamAdapter, type ModelDelta, type StreamResult } from './stream-adapter';
 
 /** A chat request without what the factory decides: model, streaming and effort. */
@@ -40,6 +42,9 @@ export interface ModelClientFactoryOptions {
  */
 export class ModelClientFactory {
   private readonly clients = new Map<string, Promise<OpenAI>>();
+  /** The model servers' keep-alive connections, shared by every client; our timers bound a call. */
+  private readonly pool = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  private readonly fetch = pooledFetch(this.pool);
   private local: Promise<LocalModelServer> | null = null;
   private readonly env: Record<string, string | undefined>;
   private readonly timeoutMs: number;
@@ -61,6 +66,7 @@ export class ModelClientFactory {
             apiKey: (entry.apiKeyEnv && this.env[entry.apiKeyEnv]) || 'none',
             maxRetries: 0,
             timeout: this.timeoutMs,
+            fetch: this.fetch,
           }),
       );
       client.catch(() => this.clients.delete(entry.id));
@@ -145,6 +151,7 @@ export class ModelClientFactory {
     const local = this.local;
     this.local = null;
     this.clients.clear();
+    await this.pool.destroy();
     if (local) await (await local).close();
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Effort, Turn } from '@portal/domain';
 import {
   BrokenStreamError,
@@ -44,6 +44,8 @@ export type CallOutcome =
  */
 @Injectable()
 export class ModelCaller {
+  private readonly logger = new Logger(ModelCaller.name);
+
   constructor(
     @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
     @Inject(RetryPolicy) private readonly retry: RetryPolicy,
@@ -86,7 +88,9 @@ export class ModelCaller {
               throw new EmptyReplyError('The model answered with neither text nor a tool call');
             }
             await review?.end();
-            await stream.flushed();
+            // The answer is stored while its deltas are still on their way to Redis: the store's
+            // appends keep their order, so the answer's events still follow them (issue #29).
+            stream.flushed().catch((err: Error) => this.logger.warn(`deltas not published (${err.message})`));
             if (review?.blocked) return blocked(review.blocked, stream, event.result.usage);
             return { kind: 'answered', result: event.result, ids: stream.ids };
           }

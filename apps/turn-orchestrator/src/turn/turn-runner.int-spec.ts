@@ -101,6 +101,11 @@ describe('the agent loop', () => {
     const finished = events.findIndex((e) => e.type === 'block_finished' && e.block.id === text.id);
     expect(started).toBeGreaterThanOrEqual(0);
     expect(finished).toBeGreaterThan(started);
+    // The answer is stored without waiting for its deltas' publication: they still come first.
+    const deltas = events.flatMap((e, i) => (e.type === 'text_delta' ? [i] : []));
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(Math.min(...deltas)).toBeGreaterThan(started);
+    expect(Math.max(...deltas)).toBeLessThan(finished);
     expect(
       events
         .filter((e) => e.type === 'text_delta')
