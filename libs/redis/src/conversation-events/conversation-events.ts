@@ -105,8 +105,8 @@ export class ConversationEvents {
   /**
    * Appends `events` in order, in one script with the announcement, so a reader is told once for
    * all of them, never before they are stored, and (when they are small) told what they are.
-   * Appends asked for in the same turn of the event loop, or while the conversation's last ones
-   * are in flight, go together in one round trip (a block's start and its first delta, a stream's
+   * Appends asked for by the code running now (and the promises it settles), or while the
+   * conversation's last ones are in flight, go together in one round trip (a block's start and its first delta, a stream's
    * deltas); one connection keeps them in order.
    */
   async publishAll(conversationId: ConversationId, events: readonly PortalEvent[]): Promise<string[]> {
@@ -138,7 +138,9 @@ export class ConversationEvents {
     );
     if (!outbox.busy) {
       outbox.busy = true;
-      setImmediate(() => this.flush(conversationId));
+      // When the code running now and its promises are done (a stream's chunks read at once
+      // among them), not on the event loop's next turn: a turn's events wait for no other I/O.
+      process.nextTick(() => this.flush(conversationId));
     }
     return appended;
   }
