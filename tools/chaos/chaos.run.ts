@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { formatChaosReport, runChaos } from '@portal/testing';
 
 /**
@@ -9,6 +12,7 @@ import { formatChaosReport, runChaos } from '@portal/testing';
 async function main(): Promise<void> {
   // `npm run test:chaos -- --cluster`: the same run on a 3-master Redis Cluster.
   const redisCluster = process.argv.includes('--cluster');
+  const logsDir = mkdtempSync(path.join(tmpdir(), 'portal-chaos-logs-'));
   const report = await runChaos({
     redisCluster,
     conversations: 10,
@@ -16,6 +20,7 @@ async function main(): Promise<void> {
     kills: 8,
     pauseMs: 2_000,
     log: (line) => console.log(line),
+    logsDir,
   });
   console.log(`\nchaos (full form${redisCluster ? ', Redis Cluster' : ''})\n${formatChaosReport(report)}`);
   // A turn that failed with its reason is allowed (and listed); anything below is not.
@@ -38,7 +43,9 @@ async function main(): Promise<void> {
   for (const m of report.sse.lostWithRedis) console.log(`SSE lost with Redis's data (allowed): ${m}`);
   if (report.sse.duplicateEvents) problems.push(`SSE: ${report.sse.duplicateEvents} events delivered twice`);
   if (report.turnsRun < 50) problems.push(`only ${report.turnsRun} turns ran`);
-  if (problems.length) console.log(`\n${problems.join('\n')}`);
+  if (problems.length)
+    console.log(`\n${problems.join('\n')}\n\nthe services' and Postgres's output: ${logsDir}`);
+  else rmSync(logsDir, { recursive: true, force: true });
   process.exitCode = problems.length > 0 ? 1 : 0;
 }
 

@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   type Block,
   checkTurn,
@@ -30,6 +32,8 @@ export interface ChaosOptions {
   /** On a 3-master Redis Cluster instead of one server; the Redis restart is then one master's. */
   redisCluster?: boolean;
   log?: (line: string) => void;
+  /** Where each service's and Postgres's output goes at the end (`<name>.log`), for a failing run. */
+  logsDir?: string;
 }
 
 export type DisruptionKind = 'kill' | 'redis' | 'postgres';
@@ -513,6 +517,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         .matchAll(/published (\d+) event\(s\) its stream lacked/g),
     ].reduce((sum, m) => sum + Number(m[1]), 0);
     const recoveries = disruptions.map((d) => d.recoveryMs).filter((ms): ms is number => ms !== null);
+    if (options.logsDir) {
+      const outputs: [string, string[]][] = [...Object.entries(e2e.portal.logs), ['postgres', postgres.logs]];
+      for (const [name, lines] of outputs)
+        writeFileSync(path.join(options.logsDir, `${name}.log`), lines.join(''));
+    }
     return {
       turnsRun: turns.length,
       completed: turns.filter((t) => t.status === 'completed').length,
