@@ -7,7 +7,7 @@ import {
   readRedisUrl,
   type PortalEvent,
 } from '@portal/contracts';
-import { RedisConnections } from '../redis-connections';
+import { RedisConnections, type RedisClient } from '../redis-connections';
 import { ConversationEventReader, type EventSink } from './conversation-event-reader';
 import { ConversationEvents, parseAnnouncement, type StoredEvent } from './conversation-events';
 
@@ -218,25 +218,28 @@ describe('ConversationEventReader', () => {
   it('reads an append whose announcement was lost once the conversation is quiet, and subscribes again', async () => {
     const id = randomUUID();
     const channel = conversationEventsChannel(prefix, ConversationId(id));
+    // The reader's own listener, watched as it subscribes (MONITOR races ioredis's replies when
+    // other suites' commands arrive with its answer).
+    const opened = jest.spyOn(connections, 'dedicated');
     const quick = new ConversationEventReader(connections, prefix, { resyncMs: 200 });
-    const monitor = await redis.monitor();
-    const subscribes: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0].toLowerCase() === 'subscribe' && args.includes(channel)) subscribes.push(args);
-    });
+    const at = opened.mock.calls.findIndex(([role]) => role === 'events-listener');
+    const listener = opened.mock.results[at].value as RedisClient;
+    opened.mockRestore();
+    const subscribe = jest.spyOn(listener, 'subscribe');
+    const subscribes = () => subscribe.mock.calls.filter((args) => args.includes(channel)).length;
     try {
       const sink = collector();
       quick.subscribe(ConversationId(id), await events.lastId(ConversationId(id)), sink);
       await events.publish(ConversationId(id), delta(1));
       await sink.until(1);
-      expect(subscribes).toHaveLength(1);
+      expect(subscribes()).toBe(1);
       // Appended as the writers append, announced to nobody.
       await redis.xadd(conversationEventsKey(prefix, ConversationId(id)), '*', 'e', JSON.stringify(delta(2)));
       await sink.until(2);
       expect(sink.received.map((e) => e.id)).toEqual(await idsAfter(id, '0-0'));
-      await eventually(async () => subscribes.length === 2, 'the channel subscribed again');
+      await eventually(async () => subscribes() === 2, 'the channel subscribed again');
     } finally {
-      monitor.disconnect();
+      subscribe.mockRestore();
       await quick.close();
     }
   });
