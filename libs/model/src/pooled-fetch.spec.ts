@@ -88,6 +88,13 @@ describe('pooledFetch', () => {
     expect(seen).toEqual([]);
   });
 
+  it('hands a Request to the global fetch, its method and body with it', async () => {
+    const res = await fetchVia(new Request(`${base}/chat`, { method: 'PUT', body: 'whole' }));
+
+    expect(await res.json()).toEqual({ echoed: 'whole' });
+    expect(seen).toEqual([expect.objectContaining({ method: 'PUT', body: 'whole' })]);
+  });
+
   it('hands a streamed body to the global fetch', async () => {
     const body = new Blob(['streamed']).stream();
     const res = await fetchVia(`${base}/chat`, { method: 'POST', body, duplex: 'half' } as RequestInit);

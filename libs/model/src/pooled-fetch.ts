@@ -5,14 +5,15 @@ import { request, type Agent, type Dispatcher } from 'undici';
  * The `fetch` the openai clients are given: undici's `request` on `pool`, its answer handed to
  * the SDK as the WHATWG Response it reads. Node's global fetch spends about 0.2 ms more CPU on
  * every model call building and tracking its Request and Response (docs/benchmarks.md, issue
- * #29). A body the SDK streams (an upload) takes the global fetch: chat requests are strings.
+ * #29). A Request, or a body the SDK streams (an upload), takes the global fetch: chat requests
+ * are a URL and a string.
  */
 export function pooledFetch(pool: Agent): typeof fetch {
   return async (input, init = {}) => {
     const { body } = init;
-    if (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) return fetch(input, init);
-    const url = input instanceof Request ? input.url : String(input);
-    const answer = await request(url, {
+    const streamed = body != null && typeof body !== 'string' && !(body instanceof Uint8Array);
+    if (streamed || input instanceof Request) return fetch(input, init);
+    const answer = await request(String(input), {
       method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
       headers: init.headers && headersOf(init.headers),
       body: body ?? undefined,

@@ -44,8 +44,6 @@ export type CallOutcome =
  */
 @Injectable()
 export class ModelCaller {
-  private readonly logger = new Logger(ModelCaller.name);
-
   constructor(
     @Inject(ModelClientFactory) private readonly models: ModelClientFactory,
     @Inject(RetryPolicy) private readonly retry: RetryPolicy,
@@ -88,9 +86,6 @@ export class ModelCaller {
               throw new EmptyReplyError('The model answered with neither text nor a tool call');
             }
             await review?.end();
-            // The answer is stored while its deltas are still on their way to Redis: the store's
-            // appends keep their order, so the answer's events still follow them (issue #29).
-            stream.flushed().catch((err: Error) => this.logger.warn(`deltas not published (${err.message})`));
             if (review?.blocked) return blocked(review.blocked, stream, event.result.usage);
             return { kind: 'answered', result: event.result, ids: stream.ids };
           }
@@ -100,7 +95,6 @@ export class ModelCaller {
         throw new BrokenStreamError('The model stream ended without a result');
       } catch (err) {
         review?.close();
-        await stream.flushed();
         if (opts.signal.aborted) return { kind: 'stopped', partial: stream.output, ids: stream.ids };
         if (review?.blocked) return blocked(review.blocked, stream, null);
         const failure = classifyModelError(err);
@@ -130,6 +124,8 @@ function blocked(reason: string, stream: PublishedStream, usage: TokenUsage | nu
   };
 }
 
+const logger = new Logger('ModelCaller');
+
 /**
  * The deltas of one attempt: `block_started` when a thinking, text or tool-use block begins, then
  * its deltas, published in order without holding up the stream.
@@ -142,7 +138,7 @@ class PublishedStream {
     text: randomUUID(),
     toolUse: (index) => (this.toolUseIds[index] ??= randomUUID()),
   };
-  private publishing: Promise<void> = Promise.resolve();
+  private failed = false;
 
   constructor(
     private readonly turn: Turn,
@@ -168,17 +164,16 @@ class PublishedStream {
     this.send({ type: kind === 'text' ? 'text_delta' : 'thinking_delta', turnId, blockId, text });
   }
 
-  /** Resolves once every event so far is published; rejects with the first publishing error. */
-  flushed(): Promise<void> {
-    return this.publishing;
-  }
-
+  /**
+   * Sent at once, never waited for: the store appends a conversation's events in the order they
+   * were sent, so the answer's events, stored and published after the call, still follow these
+   * (issue #29). A delta lost to Redis is not the call's failure: the answer's `block_finished`
+   * carries the whole text.
+   */
   private send(event: Parameters<TurnStore['publish']>[1]): void {
-    // Sent at once, not after the previous one is acknowledged: the store appends every event of
-    // a process through one Redis connection, which keeps them in the order they were sent.
-    const sent = this.store.publish(this.turn, event);
-    this.publishing = Promise.all([this.publishing, sent]).then(() => undefined);
-    // Marked handled here; `flushed()` still hands the rejection to the caller.
-    this.publishing.catch(() => undefined);
+    this.store.publish(this.turn, event).catch((err: Error) => {
+      if (!this.failed) logger.warn(`turn ${this.turn.id}: deltas not published (${err.message})`);
+      this.failed = true;
+    });
   }
 }

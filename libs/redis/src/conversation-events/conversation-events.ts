@@ -106,8 +106,8 @@ export class ConversationEvents {
    * Appends `events` in order, in one script with the announcement, so a reader is told once for
    * all of them, never before they are stored, and (when they are small) told what they are.
    * Appends asked for by the code running now (and the promises it settles), or while the
-   * conversation's last ones are in flight, go together in one round trip (a block's start and its first delta, a stream's
-   * deltas); one connection keeps them in order.
+   * conversation's last ones are in flight, go together in one round trip (a block's start and
+   * its first delta, a stream's deltas); one connection keeps them in order.
    */
   async publishAll(conversationId: ConversationId, events: readonly PortalEvent[]): Promise<string[]> {
     if (events.length === 0) return [];
