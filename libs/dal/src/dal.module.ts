@@ -6,7 +6,7 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { createDataSource } from './data-source';
+import { createServiceDataSource } from './data-source';
 import { AgentRepository } from './repositories/agent.repository';
 import { AttachmentRepository } from './repositories/attachment.repository';
 import { BlockRepository } from './repositories/block.repository';
@@ -54,7 +54,7 @@ export class DalModule implements OnApplicationShutdown {
     const { databaseUrl, databasePoolSize: poolSize } = config;
     const dataSource: Provider = {
       provide: DataSource,
-      useFactory: () => createDataSource(databaseUrl, { extra: { max: poolSize } }).initialize(),
+      useFactory: () => createServiceDataSource(databaseUrl, poolSize).initialize(),
     };
     const repositories: Provider[] = REPOSITORIES.map((Repository) => ({
       provide: Repository,

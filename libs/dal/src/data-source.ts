@@ -23,6 +23,41 @@ export function createDataSource(databaseUrl: string, overrides: DataSourceOverr
   });
 }
 
+/**
+ * How long the services' Postgres work may wait, so a wait that would never end fails and its job
+ * is tried again: a statement (the server cancels it, SQLSTATE 57014, and the connection goes on),
+ * a transaction left idle (the server ends its session and its row locks with it), and getting a
+ * connection, new or from a full pool. Migrations are not bounded: an index build may take minutes.
+ */
+export interface PoolBounds {
+  connectMs: number;
+  statementMs: number;
+  idleInTransactionMs: number;
+}
+
+/** Far above any statement of the services (a 4 MB blob's write takes under 100 ms). */
+export const SERVICE_POOL_BOUNDS: PoolBounds = {
+  connectMs: 10_000,
+  statementMs: 30_000,
+  idleInTransactionMs: 60_000,
+};
+
+/** The services' data source: at most `poolSize` connections, their waits bounded by `bounds`. */
+export function createServiceDataSource(
+  databaseUrl: string,
+  poolSize: number,
+  bounds: PoolBounds = SERVICE_POOL_BOUNDS,
+): DataSource {
+  return createDataSource(databaseUrl, {
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: bounds.connectMs,
+      statement_timeout: bounds.statementMs,
+      idle_in_transaction_session_timeout: bounds.idleInTransactionMs,
+    },
+  });
+}
+
 /** Applies pending migrations; returns the names of the ones applied. */
 export async function runMigrations(databaseUrl: string): Promise<string[]> {
   const lock = new Client({ connectionString: databaseUrl });

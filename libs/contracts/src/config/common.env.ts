@@ -9,7 +9,7 @@ export const storesEnv = {
     'postgresql:',
   ]),
   DATABASE_POOL_SIZE: envVar.int(
-    'Postgres connections each process may hold open; a statement waits for a free one beyond that (why 10: docs/benchmarks.md)',
+    'Postgres connections each process may hold open; a statement waits up to 10 s for a free one beyond that (why 10: docs/benchmarks.md)',
     10,
     { min: 1, max: 100 },
   ),
