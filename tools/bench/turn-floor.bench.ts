@@ -22,6 +22,7 @@ import {
   redisCommandsPerTurn,
   sequentialTurns,
   streamAnswer,
+  type TargetFigures,
   type TurnTiming,
 } from './turn-figures.util';
 
@@ -300,7 +301,11 @@ async function turn(
   };
 }
 
-async function main(): Promise<void> {
+/**
+ * One run of the floor on fresh processes, database and Redis prefix: prints its figures and
+ * returns those issue #29 sets targets for (bench:turns runs it beside each of its own runs).
+ */
+export async function runFloor(): Promise<TargetFigures> {
   // Imported here, not at the top: the children load this file and must hold none of the portal.
   const { ApiClient, deleteRedisPrefix, startFakeOpenAI, subscribeEvents } = await import('@portal/testing');
   const { readRedisUrl } = await import('@portal/contracts');
@@ -386,17 +391,19 @@ async function main(): Promise<void> {
         redisCommandsPerTurn(beforeLoad, afterLoad, loaded.length),
       ],
     );
-    printVerdicts({
+    const figures = {
       addedP50: percentile(addedPerTurn, 50),
       addedP99: percentile(addedPerTurn, 99),
       turnsPerSecond,
       cpuPerTurn: floorCpu,
-    });
+    };
+    printVerdicts(figures);
     console.log(
       `load average at end: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
+    return figures;
   } finally {
     for (const s of streams) s.close();
     for (const c of children) c.kill('SIGTERM');
@@ -424,4 +431,4 @@ if (role === 'gateway' || role === 'orchestrator') {
       process.exit(1);
     },
   );
-} else if (require.main === module) runMain(main);
+} else if (require.main === module) runMain(runFloor);

@@ -35,9 +35,11 @@ import {
   sequentialTurns,
   TURN_TARGETS,
   WIDTH,
+  type TargetFigures,
   type TurnTiming,
 } from './turn-figures.util';
 import { buildServices } from './build.util';
+import { runFloor } from './turn-floor.bench';
 
 /**
  * `npm run bench:turns`: what the portal adds to a model call. The built services run as real
@@ -54,8 +56,10 @@ import { buildServices } from './build.util';
  *
  * Then where the time goes: each turn's phases from the stream ids (Redis server milliseconds) of
  * its events, and the CPU time each process spent per turn (Linux /proc).
- * It all runs `--runs=N` times (default 3), each on fresh services, and ends with each run's
- * headline figures, their median and the targets.
+ * It all runs `--runs=N` times (default 3), each on fresh services and each followed by a run of
+ * `bench:turn-floor` (the design's floor on the same machine, in the same minutes; `--no-floor`
+ * leaves it out), and ends with each run's headline figures beside the floor's, their median, the
+ * portal's over the floor's, and the targets.
  * Options: `--turns=N`, `--concurrency=N`, `--per-conversation=N`; `--db` also counts Postgres
  * transactions and row operations per turn (waits for the statistics to be flushed: +45 s);
  * `--profile` samples the gateway's and the orchestrator's CPU (cpu-profile.preload.js) and prints
@@ -78,6 +82,7 @@ const RUNS = arg('runs', 3);
 const DB_STATS = process.argv.includes('--db');
 const PROFILE = process.argv.includes('--profile');
 const TRACING = process.argv.includes('--tracing');
+const FLOOR = !process.argv.includes('--no-floor');
 
 // --- Timing proxy in front of the fake model -------------------------------------------------
 
@@ -653,8 +658,11 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
   }
 }
 
-/** Each run's headline figures and per-turn counts, their median, and the targets they are held to. */
-function printMedians(runs: Summary[]): void {
+/**
+ * Each run's headline figures and per-turn counts, their median, and the targets they are held to;
+ * with `floors` (one per run, run right after it), the floor's figures and the portal's over them.
+ */
+function printMedians(runs: Summary[], floors: TargetFigures[]): void {
   const W = 50;
   const rows: [string, (s: Summary) => number, string][] = [
     ['added per turn p50 (ms)', (s) => s.addedP50, `< ${TURN_TARGETS.addedP50Ms}`],
@@ -680,6 +688,19 @@ function printMedians(runs: Summary[]): void {
       `${label.padEnd(W)}${values.map(cell).join('')}${cell(median(values))}${target && `  ${target}`}`,
     );
   }
+  if (floors.length === runs.length) {
+    const beside: [string, (i: number) => number][] = [
+      ['the floor, run after each: added p50 (ms)', (i) => floors[i].addedP50],
+      ['  turns/s', (i) => floors[i].turnsPerSecond],
+      ['  CPU per turn under load (ms)', (i) => floors[i].cpuPerTurn],
+      ['portal ÷ floor: added p50', (i) => runs[i].addedP50 / floors[i].addedP50],
+      ['  CPU per turn under load', (i) => runs[i].portalCpu / floors[i].cpuPerTurn],
+    ];
+    for (const [label, pick] of beside) {
+      const values = runs.map((_, i) => pick(i));
+      console.log(`${label.padEnd(W)}${values.map(cell).join('')}${cell(median(values))}`);
+    }
+  }
   const of = (pick: (s: Summary) => number) => median(runs.map(pick));
   printVerdicts(
     {
@@ -697,11 +718,15 @@ async function main(): Promise<void> {
   buildServices();
   if (!TRACING) {
     const runs: Summary[] = [];
+    const floors: TargetFigures[] = [];
     for (let i = 1; i <= RUNS; i++) {
       if (RUNS > 1) console.log(`\n=== run ${i} of ${RUNS} ===`);
       runs.push(await bench(null));
+      if (!FLOOR) continue;
+      console.log(`\n=== the floor (bench:turn-floor), run ${i} of ${RUNS} ===`);
+      floors.push(await runFloor());
     }
-    printMedians(runs);
+    printMedians(runs, floors);
     return;
   }
   console.log('\n=== tracing off ===');
