@@ -19,7 +19,7 @@ import {
   type SseEvent,
 } from '@portal/testing';
 import { turnAccounts, type TurnAccounts } from './cpu.util';
-import { median, numberArg as arg, percentile, runMain } from './stats.util';
+import { figure, median, numberArg as arg, percentile, runMain } from './stats.util';
 import { epochMs, startTimingProxy } from './timing-proxy.util';
 import {
   baselineTimes,
@@ -689,16 +689,17 @@ function printMedians(runs: Summary[], floors: TargetFigures[]): void {
     );
   }
   if (floors.length === runs.length) {
-    const beside: [string, (i: number) => number][] = [
-      ['the floor, run after each: added p50 (ms)', (i) => floors[i].addedP50],
-      ['  turns/s', (i) => floors[i].turnsPerSecond],
-      ['  CPU per turn under load (ms)', (i) => floors[i].cpuPerTurn],
-      ['portal ÷ floor: added p50', (i) => runs[i].addedP50 / floors[i].addedP50],
-      ['  CPU per turn under load', (i) => runs[i].portalCpu / floors[i].cpuPerTurn],
+    const ratio = (value: number) => figure(value, 2).padStart(8);
+    const beside: [string, (i: number) => number, (value: number) => string][] = [
+      ['the floor, run after each: added p50 (ms)', (i) => floors[i].addedP50, cell],
+      ['  turns/s', (i) => floors[i].turnsPerSecond, cell],
+      ['  CPU per turn under load (ms)', (i) => floors[i].cpuPerTurn, cell],
+      ['portal ÷ floor: added p50', (i) => runs[i].addedP50 / floors[i].addedP50, ratio],
+      ['  CPU per turn under load', (i) => runs[i].portalCpu / floors[i].cpuPerTurn, ratio],
     ];
-    for (const [label, pick] of beside) {
+    for (const [label, pick, show] of beside) {
       const values = runs.map((_, i) => pick(i));
-      console.log(`${label.padEnd(W)}${values.map(cell).join('')}${cell(median(values))}`);
+      console.log(`${label.padEnd(W)}${values.map(show).join('')}${show(median(values))}`);
     }
   }
   const of = (pick: (s: Summary) => number) => median(runs.map(pick));
