@@ -21,6 +21,9 @@ async function main(): Promise<void> {
     pauseMs: 2_000,
     log: (line) => console.log(line),
     logsDir,
+  }).catch((err: unknown) => {
+    console.error(`the services' and Postgres's output: ${logsDir}`);
+    throw err;
   });
   console.log(`\nchaos (full form${redisCluster ? ', Redis Cluster' : ''})\n${formatChaosReport(report)}`);
   // A turn that failed with its reason is allowed (and listed); anything below is not.

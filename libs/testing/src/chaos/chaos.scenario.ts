@@ -276,6 +276,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       env: { TURN_LEASE_MS: '3000', RECONCILE_INTERVAL_MS: '1000' },
     });
     cleanup.unshift(() => e2e.stop());
+    const { logsDir } = options;
+    // First of the clean-up, so a run that throws keeps its evidence too.
+    if (logsDir)
+      cleanup.unshift(async () => {
+        const outputs: [string, string[]][] = [
+          ...Object.entries(e2e.portal.logs),
+          ['postgres', postgres.logs],
+        ];
+        for (const [name, lines] of outputs) writeFileSync(path.join(logsDir, `${name}.log`), lines.join(''));
+      });
     fake.setDefault(chaosResponder(words, wordDelayMs));
     const api = e2e.api('alice');
 
@@ -517,11 +527,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         .matchAll(/published (\d+) event\(s\) its stream lacked/g),
     ].reduce((sum, m) => sum + Number(m[1]), 0);
     const recoveries = disruptions.map((d) => d.recoveryMs).filter((ms): ms is number => ms !== null);
-    if (options.logsDir) {
-      const outputs: [string, string[]][] = [...Object.entries(e2e.portal.logs), ['postgres', postgres.logs]];
-      for (const [name, lines] of outputs)
-        writeFileSync(path.join(options.logsDir, `${name}.log`), lines.join(''));
-    }
     return {
       turnsRun: turns.length,
       completed: turns.filter((t) => t.status === 'completed').length,
