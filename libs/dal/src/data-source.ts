@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { DATABASE_POOL_WAIT_MS } from '@portal/contracts';
 import { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import { ENTITIES } from './entities';
@@ -37,7 +38,7 @@ export interface PoolBounds {
 
 /** Far above any statement of the services (a 4 MB blob's write takes under 100 ms). */
 export const SERVICE_POOL_BOUNDS: PoolBounds = {
-  connectMs: 10_000,
+  connectMs: DATABASE_POOL_WAIT_MS,
   statementMs: 30_000,
   idleInTransactionMs: 60_000,
 };

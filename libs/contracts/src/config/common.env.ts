@@ -2,6 +2,9 @@ import { z } from 'zod';
 import type { Env } from '@portal/domain';
 import { envVar, parseEnv } from './env.schema';
 
+/** How long a statement waits for a Postgres connection, new or from a full pool, before it fails. */
+export const DATABASE_POOL_WAIT_MS = 10_000;
+
 /** Where Postgres and Redis are, and what of Redis is the portal's. */
 export const storesEnv = {
   DATABASE_URL: envVar.url('Postgres, the truth', 'postgres://postgres@127.0.0.1:5432/portal', [
@@ -9,7 +12,7 @@ export const storesEnv = {
     'postgresql:',
   ]),
   DATABASE_POOL_SIZE: envVar.int(
-    'Postgres connections each process may hold open; a statement waits up to 10 s for a free one beyond that (why 10: docs/benchmarks.md)',
+    `Postgres connections each process may hold open; a statement waits up to ${DATABASE_POOL_WAIT_MS / 1000} s for a free one beyond that (why 10: docs/benchmarks.md)`,
     10,
     { min: 1, max: 100 },
   ),
