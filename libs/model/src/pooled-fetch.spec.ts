@@ -63,6 +63,27 @@ describe('pooledFetch', () => {
     ]);
   });
 
+  it.each([
+    [
+      'a Headers',
+      new Headers([
+        ['x-a', '1'],
+        ['x-b', '2'],
+      ]),
+    ],
+    [
+      'pairs',
+      [
+        ['x-a', '1'],
+        ['x-b', '2'],
+      ] as [string, string][],
+    ],
+  ])('sends headers given as %s', async (_, headers) => {
+    await fetchVia(`${base}/chat`, { method: 'POST', headers, body: '{}' });
+
+    expect(seen[0].headers).toEqual(expect.objectContaining({ 'x-a': '1', 'x-b': '2' }));
+  });
+
   it('answers a bodiless status with no body', async () => {
     const res = await fetchVia(`${base}/empty`, { method: 'DELETE' });
 

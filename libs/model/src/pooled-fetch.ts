@@ -37,9 +37,10 @@ export function pooledFetch(pool: Agent): typeof fetch {
   };
 }
 
-/** Request headers as undici takes them. */
-function headersOf(init: HeadersInit): Record<string, string> {
-  const out: Record<string, string> = {};
-  new Headers(init).forEach((value, name) => (out[name] = value));
-  return out;
+/**
+ * Request headers as undici takes them: any iterable of pairs, so a Headers goes as it is (Node's
+ * is iterable; the DOM-less lib types this project compiles with do not declare it).
+ */
+function headersOf(init: HeadersInit): Iterable<[string, string]> {
+  return (init instanceof Headers ? init : new Headers(init)) as unknown as Iterable<[string, string]>;
 }
