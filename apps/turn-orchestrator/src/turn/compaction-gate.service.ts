@@ -56,6 +56,8 @@ export class CompactionGate {
     signal: AbortSignal,
   ): Promise<string | null> {
     const requestId = `${trigger}-${countCalls(input.messages) + 1}`;
+    // The compaction worker publishes its own events: the turn's `running` goes before them.
+    await held.running;
     try {
       await this.client.compact(held.orgId, held.turn.id, { requestId, signal });
       return null;

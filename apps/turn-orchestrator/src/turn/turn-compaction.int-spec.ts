@@ -189,7 +189,7 @@ describe('AUTO compaction before a call', () => {
 
 describe('a context overflow', () => {
   it('compacts and calls again once', async () => {
-    const { turnId } = await openTitled({ text: 'Summarise the logs.' });
+    const { turnId, conversationId } = await openTitled({ text: 'Summarise the logs.' });
     const mark = h.fake.requests.length;
     h.fake.enqueue(fakeContextOverflow(), summary(1), {
       text: 'Logs summarised.',
@@ -217,6 +217,11 @@ describe('a context overflow', () => {
       ['compaction', 'gpt-test'],
       ['turn', 'gpt-test'],
     ]);
+    // `running` may wait for the turn's next events, but not past the compaction worker's.
+    const states = (await h.events(conversationId))
+      .filter((e) => e.turnId === turnId && ['turn_state', 'compaction_started'].includes(e.type))
+      .map((e) => ('status' in e ? e.status : e.type));
+    expect(states).toEqual(['running', 'compaction_started', 'completed']);
     await expectValid(turnId);
   });
 

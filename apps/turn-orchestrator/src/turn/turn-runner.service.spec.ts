@@ -115,6 +115,7 @@ function setup() {
   // A turn claimed fresh from `queued`, its first call's message fixed by the claim.
   mocks.leases.claim.mockResolvedValue({ turn: TURN, from: 'queued', callMessageId: CALL_MESSAGE });
   mocks.store.publish.mockResolvedValue();
+  mocks.store.publishWithNext.mockResolvedValue();
   mocks.store.callMessage.mockResolvedValue(CALL_MESSAGE);
   mocks.store.append.mockResolvedValue([]);
   mocks.store.transition.mockResolvedValue('done');
@@ -487,11 +488,11 @@ describe('TurnRunner: claiming', () => {
     const fresh = setup();
     fresh.mocks.loader.load.mockResolvedValueOnce(inputOf(assistant(text('Done.'))));
     await run(fresh.sut);
-    expect(fresh.mocks.store.publish).toHaveBeenCalledWith(TURN, {
-      type: 'turn_state',
-      turnId: ID.turn,
-      status: 'running',
-    });
+    expect(fresh.mocks.store.publishWithNext).toHaveBeenCalledWith(
+      TURN,
+      { type: 'turn_state', turnId: ID.turn, status: 'running' },
+      expect.any(Number),
+    );
     expect(fresh.mocks.resync.resync).not.toHaveBeenCalled();
 
     const takeover = setup();
@@ -499,7 +500,7 @@ describe('TurnRunner: claiming', () => {
     takeover.mocks.loader.load.mockResolvedValueOnce(inputOf(assistant(text('Done.'))));
     await run(takeover.sut);
     expect(takeover.mocks.resync.resync).toHaveBeenCalledWith(ID.org, TURN);
-    expect(takeover.mocks.store.publish).not.toHaveBeenCalled();
+    expect(takeover.mocks.store.publishWithNext).not.toHaveBeenCalled();
   });
 
   it.each<[string, Partial<Turn> | null, 'busy' | undefined, 'resync' | 'cut' | 'nothing']>([

@@ -43,6 +43,13 @@ import {
   type CallBlockIds,
 } from './turn-steps.util';
 
+/**
+ * How long a claimed turn's `running` may wait to go out with the model's first output: under
+ * what a person sees of a state change, while an answer that comes at once saves an append, an
+ * announcement and a write to each client.
+ */
+const RUNNING_LINGER_MS = 50;
+
 /** Why a run stops before the turn settles: cut off, the worker shuts down, or another took it. */
 type StopReason = 'cancel' | 'shutdown' | 'lease_lost';
 
@@ -106,9 +113,10 @@ export class TurnRunner {
     addLogContext({ conversationId: turn.conversationId });
     const held: HeldTurn = { orgId, turn, owner, claimedAt: Date.now() };
     if (claimed.from === 'queued') {
-      // Not awaited: the turn's next events follow it on the same Redis connection, in order.
-      this.store
-        .publish(turn, { type: 'turn_state', turnId, status: 'running' })
+      // Not awaited: the turn's next events follow it on the same Redis connection, in order. It
+      // goes with the model's first output when that comes within the linger (issue #29).
+      held.running = this.store
+        .publishWithNext(turn, { type: 'turn_state', turnId, status: 'running' }, RUNNING_LINGER_MS)
         .catch((err: Error) => this.logger.warn(`turn ${turnId}: running not published (${err.message})`));
     } else {
       // A takeover: what the last worker committed but never published goes out first.

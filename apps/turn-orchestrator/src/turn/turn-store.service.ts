@@ -33,6 +33,11 @@ export interface HeldTurn {
   owner: string;
   /** When this run claimed the turn (ms), for `portal_turn_duration_seconds`. */
   claimedAt?: number;
+  /**
+   * The turn's `running` on its way (it waits for the next events, `publishWithNext`): what hands
+   * the turn's events to another process awaits it first, so they come after it.
+   */
+  running?: Promise<void>;
 }
 
 /** The worker no longer holds the turn (its lease lapsed and another worker took it, or it settled). */
@@ -87,6 +92,15 @@ export class TurnStore {
 
   async publish(turn: Pick<Turn, 'conversationId'>, event: PortalEvent): Promise<void> {
     await this.events.publish(turn.conversationId, event);
+  }
+
+  /** `event` with the turn's next events, or `lingerMs` from now (`ConversationEvents.publishWithNext`). */
+  async publishWithNext(
+    turn: Pick<Turn, 'conversationId'>,
+    event: PortalEvent,
+    lingerMs: number,
+  ): Promise<void> {
+    await this.events.publishWithNext(turn.conversationId, event, lingerMs);
   }
 
   /**

@@ -304,6 +304,29 @@ describe('ConversationEventReader', () => {
     });
   });
 
+  it('holds a lingering append for the next one, and sends it alone once its linger is over', async () => {
+    const id = randomUUID();
+    const key = conversationEventsKey(prefix, ConversationId(id));
+    await withAnnouncements(id, async (told) => {
+      const lingering = events.publishWithNext(ConversationId(id), delta(1), 60_000);
+      // Another conversation's append on the same connection: answered after anything sent before it.
+      await events.publish(ConversationId(randomUUID()), delta(0));
+      expect(await redis.xlen(key)).toBe(0);
+      const next = events.publishAll(ConversationId(id), [delta(2), delta(3)]);
+      const ids = [await lingering, ...(await next)];
+      await eventually(async () => told.length >= 1, 'the announcement');
+      expect(told.map((message) => parseAnnouncement(message).inline?.events.map((e) => e.event))).toEqual([
+        [1, 2, 3].map(delta),
+      ]);
+      expect(ids).toEqual(await idsAfter(id, '0-0'));
+
+      const startedAt = performance.now();
+      const alone = await events.publishWithNext(ConversationId(id), delta(4), 40);
+      expect(performance.now() - startedAt).toBeGreaterThanOrEqual(35);
+      expect((await idsAfter(id, ids[2])).at(-1)).toBe(alone);
+    });
+  });
+
   it('reads an append too large for its announcement, and goes on with the small ones after it', async () => {
     const id = randomUUID();
     const sink = collector();

@@ -55,6 +55,14 @@ interface QueuedAppend {
   reject(err: unknown): void;
 }
 
+interface Outbox {
+  queue: QueuedAppend[];
+  /** A flush is scheduled or an append in flight: what is queued now goes with the next one. */
+  busy: boolean;
+  /** Only lingering appends are queued: the timer that sends them (`publishWithNext`). */
+  lingering: NodeJS.Timeout | null;
+}
+
 /** What an append's announcement tells a reader. */
 export interface Announcement {
   newestId: string;
@@ -87,7 +95,7 @@ export function parseAnnouncement(message: string): Announcement {
 export class ConversationEvents {
   private readonly writer: RedisClient;
   /** Per conversation with appends queued or in flight: those not sent yet, in order. */
-  private readonly outboxes = new Map<string, { queue: QueuedAppend[]; busy: boolean }>();
+  private readonly outboxes = new Map<string, Outbox>();
 
   constructor(
     connections: RedisConnections,
@@ -110,6 +118,29 @@ export class ConversationEvents {
    * its first delta, a stream's deltas); one connection keeps them in order.
    */
   async publishAll(conversationId: ConversationId, events: readonly PortalEvent[]): Promise<string[]> {
+    return this.publishTraced(conversationId, events, 0);
+  }
+
+  /**
+   * Appends `event` with the conversation's next append, or `lingerMs` from now if none comes
+   * first: for an event nobody needs the instant it happens (a turn's `running`), so that when
+   * what follows it comes soon (a model's first output) both take one append, one announcement
+   * and one write to each reader's client.
+   */
+  async publishWithNext(
+    conversationId: ConversationId,
+    event: PortalEvent,
+    lingerMs: number,
+  ): Promise<string> {
+    const [id] = await this.publishTraced(conversationId, [event], lingerMs);
+    return id;
+  }
+
+  private async publishTraced(
+    conversationId: ConversationId,
+    events: readonly PortalEvent[],
+    lingerMs: number,
+  ): Promise<string[]> {
     if (events.length === 0) return [];
     const attributes = {
       'portal.conversation_id': conversationId,
@@ -118,7 +149,7 @@ export class ConversationEvents {
     return inSpan(
       SPAN.eventsPublish,
       attributes,
-      () => this.enqueue(conversationId, events, traceparent() ?? ''),
+      () => this.enqueue(conversationId, events, traceparent() ?? '', lingerMs),
       SpanKind.PRODUCER,
     );
   }
@@ -127,22 +158,36 @@ export class ConversationEvents {
     conversationId: ConversationId,
     events: readonly PortalEvent[],
     trace: string,
+    lingerMs: number,
   ): Promise<string[]> {
     let outbox = this.outboxes.get(conversationId);
     if (!outbox) {
-      outbox = { queue: [], busy: false };
+      outbox = { queue: [], busy: false, lingering: null };
       this.outboxes.set(conversationId, outbox);
     }
     const appended = new Promise<string[]>((resolve, reject) =>
       outbox.queue.push({ events, trace, resolve, reject }),
     );
-    if (!outbox.busy) {
-      outbox.busy = true;
-      // When the code running now and its promises are done (a stream's chunks read at once
-      // among them), not on the event loop's next turn: a turn's events wait for no other I/O.
-      process.nextTick(() => this.flush(conversationId));
+    if (outbox.busy) return appended;
+    if (lingerMs > 0) {
+      outbox.lingering ??= setTimeout(() => this.send(conversationId), lingerMs);
+      return appended;
     }
+    // When the code running now and its promises are done (a stream's chunks read at once
+    // among them), not on the event loop's next turn: a turn's events wait for no other I/O.
+    clearTimeout(outbox.lingering ?? undefined);
+    outbox.lingering = null;
+    outbox.busy = true;
+    process.nextTick(() => this.flush(conversationId));
     return appended;
+  }
+
+  /** The linger of a queued append is over: what is queued goes now. */
+  private send(conversationId: ConversationId): void {
+    const outbox = this.outboxes.get(conversationId)!;
+    outbox.lingering = null;
+    outbox.busy = true;
+    this.flush(conversationId);
   }
 
   /**
