@@ -305,7 +305,12 @@ async function turn(
  * One run of the floor on fresh processes, database and Redis prefix: prints its figures and
  * returns those issue #29 sets targets for (bench:turns runs it beside each of its own runs).
  */
-export async function runFloor(): Promise<TargetFigures> {
+/** The floor's figures, with its processes' CPU per turn under load, as bench:turns prints the portal's. */
+export interface FloorFigures extends TargetFigures {
+  cpu: { gateway: number; orchestrator: number; postgres: number };
+}
+
+export async function runFloor(): Promise<FloorFigures> {
   // Imported here, not at the top: the children load this file and must hold none of the portal.
   const { ApiClient, deleteRedisPrefix, startFakeOpenAI, subscribeEvents } = await import('@portal/testing');
   const { readRedisUrl } = await import('@portal/contracts');
@@ -383,9 +388,10 @@ export async function runFloor(): Promise<TargetFigures> {
     const failed = [...sequential, ...loaded].filter((s) => s.status !== 'completed').length;
     console.log(`turns not completed: ${failed}`);
 
+    const loadCpu = cpuPerTurn(beforeLoad, afterLoad, loaded.length);
     const floorCpu = printCpuPerTurn(
       cpuPerTurn(beforeSequential, afterSequential, sequential.length),
-      cpuPerTurn(beforeLoad, afterLoad, loaded.length),
+      loadCpu,
       [
         redisCommandsPerTurn(beforeSequential, afterSequential, sequential.length),
         redisCommandsPerTurn(beforeLoad, afterLoad, loaded.length),
@@ -398,12 +404,20 @@ export async function runFloor(): Promise<TargetFigures> {
       cpuPerTurn: floorCpu,
     };
     printVerdicts(figures);
+    const cpuOf = new Map(loadCpu);
     console.log(
       `load average at end: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
-    return figures;
+    return {
+      ...figures,
+      cpu: {
+        gateway: cpuOf.get('gateway')!,
+        orchestrator: cpuOf.get('turn-orchestrator')!,
+        postgres: cpuOf.get('postgres (bench db backends)')!,
+      },
+    };
   } finally {
     for (const s of streams) s.close();
     for (const c of children) c.kill('SIGTERM');

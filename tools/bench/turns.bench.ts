@@ -35,11 +35,10 @@ import {
   sequentialTurns,
   TURN_TARGETS,
   WIDTH,
-  type TargetFigures,
   type TurnTiming,
 } from './turn-figures.util';
 import { buildServices } from './build.util';
-import { runFloor } from './turn-floor.bench';
+import { type FloorFigures, runFloor } from './turn-floor.bench';
 
 /**
  * `npm run bench:turns`: what the portal adds to a model call. The built services run as real
@@ -662,7 +661,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
  * Each run's headline figures and per-turn counts, their median, and the targets they are held to;
  * with `floors` (one per run, run right after it), the floor's figures and the portal's over them.
  */
-function printMedians(runs: Summary[], floors: TargetFigures[]): void {
+function printMedians(runs: Summary[], floors: FloorFigures[]): void {
   const W = 50;
   const rows: [string, (s: Summary) => number, string][] = [
     ['added per turn p50 (ms)', (s) => s.addedP50, `< ${TURN_TARGETS.addedP50Ms}`],
@@ -696,6 +695,9 @@ function printMedians(runs: Summary[], floors: TargetFigures[]): void {
       ['  CPU per turn under load (ms)', (i) => floors[i].cpuPerTurn, cell],
       ['portal ÷ floor: added p50', (i) => runs[i].addedP50 / floors[i].addedP50, ratio],
       ['  CPU per turn under load', (i) => runs[i].portalCpu / floors[i].cpuPerTurn, ratio],
+      ['    gateway', (i) => runs[i].cpu.gateway / floors[i].cpu.gateway, ratio],
+      ['    turn-orchestrator', (i) => runs[i].cpu.orchestrator / floors[i].cpu.orchestrator, ratio],
+      ['    postgres', (i) => runs[i].cpu.postgres / floors[i].cpu.postgres, ratio],
     ];
     for (const [label, pick, show] of beside) {
       const values = runs.map((_, i) => pick(i));
@@ -719,7 +721,7 @@ async function main(): Promise<void> {
   buildServices();
   if (!TRACING) {
     const runs: Summary[] = [];
-    const floors: TargetFigures[] = [];
+    const floors: FloorFigures[] = [];
     for (let i = 1; i <= RUNS; i++) {
       if (RUNS > 1) console.log(`\n=== run ${i} of ${RUNS} ===`);
       runs.push(await bench(null));
