@@ -170,7 +170,11 @@ export class ConversationEvents {
     );
     if (outbox.busy) return appended;
     if (lingerMs > 0) {
-      outbox.lingering ??= setTimeout(() => this.send(conversationId), lingerMs);
+      outbox.lingering ??= setTimeout(() => {
+        outbox.lingering = null;
+        outbox.busy = true;
+        this.flush(conversationId);
+      }, lingerMs);
       return appended;
     }
     // When the code running now and its promises are done (a stream's chunks read at once
@@ -180,14 +184,6 @@ export class ConversationEvents {
     outbox.busy = true;
     process.nextTick(() => this.flush(conversationId));
     return appended;
-  }
-
-  /** The linger of a queued append is over: what is queued goes now. */
-  private send(conversationId: ConversationId): void {
-    const outbox = this.outboxes.get(conversationId)!;
-    outbox.lingering = null;
-    outbox.busy = true;
-    this.flush(conversationId);
   }
 
   /**
