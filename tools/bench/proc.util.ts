@@ -1,3 +1,4 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** Resident memory of a process in bytes (Linux /proc), or NaN. */
@@ -44,4 +45,21 @@ export function connectionsTo(pid: number | undefined, port: number): number {
     }
   }
   return count;
+}
+
+/**
+ * Starts the bench file `file` again as `role` (a server of its own) and resolves with the process
+ * and the port it sends once it is ready.
+ */
+export function startChild(
+  file: string,
+  role: string,
+  childEnv: Record<string, string> = {},
+): Promise<{ child: ChildProcess; port: number }> {
+  // Under tsx's loader like this process (it only compiles at load time; the run is plain Node).
+  const child = fork(file, [role], { env: { ...process.env, ...childEnv }, stdio: 'inherit' });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve({ child, port: m.port }));
+    child.once('exit', (code) => reject(new Error(`${role} exited (${code}) before it was ready`)));
+  });
 }

@@ -1,9 +1,9 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { Pool } from 'undici';
 import { buildServices } from './build.util';
 import { cpuMs } from './cpu.util';
+import { startChild } from './proc.util';
 import { median, numberArg as arg, runMain } from './stats.util';
 
 /**
@@ -70,13 +70,8 @@ async function bare(): Promise<number> {
 }
 
 async function measureBare(): Promise<Figures> {
-  // Under tsx's loader like this process (it only compiles at load time; the run is plain Node).
-  const child: ChildProcess = fork(__filename, ['bare'], { stdio: 'inherit' });
+  const { child, port } = await startChild(__filename, 'bare');
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once('message', (m: { port: number }) => resolve(m.port));
-      child.once('exit', (code) => reject(new Error(`the bare server exited (${code})`)));
-    });
     return await measure(`http://127.0.0.1:${port}`, child.pid!);
   } finally {
     child.kill('SIGTERM');

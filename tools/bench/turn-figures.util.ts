@@ -182,6 +182,23 @@ export function cpuPerTurn(before: Readings, after: Readings, turns: number): [s
   });
 }
 
+/** CPU per turn of the three processes the targets count. */
+export interface ServiceCpu {
+  gateway: number;
+  orchestrator: number;
+  postgres: number;
+}
+
+/** The gateway's, the orchestrator's and Postgres's figures in a `cpuPerTurn` list. */
+export function cpuByService(perTurn: [string, number][]): ServiceCpu {
+  const of = new Map(perTurn);
+  return {
+    gateway: of.get('gateway')!,
+    orchestrator: of.get('turn-orchestrator')!,
+    postgres: of.get('postgres (bench db backends)')!,
+  };
+}
+
 /** Redis commands per turn (whole server) between two readings. */
 export function redisCommandsPerTurn(before: Readings, after: Readings, turns: number): number {
   return (after.redisCommands - before.redisCommands) / turns;

@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,10 +10,12 @@ import IORedis from 'ioredis';
 import OpenAI from 'openai';
 import { Client, Pool } from 'pg';
 import type { ApiClient, EventSubscription } from '@portal/testing';
+import { startChild } from './proc.util';
 import { numberArg as arg, percentile, runMain } from './stats.util';
 import {
   baselineTimes,
   concurrentTurns,
+  cpuByService,
   cpuPerTurn,
   printCpuPerTurn,
   printLatencyRows,
@@ -22,6 +24,7 @@ import {
   redisCommandsPerTurn,
   sequentialTurns,
   streamAnswer,
+  type ServiceCpu,
   type TargetFigures,
   type TurnTiming,
 } from './turn-figures.util';
@@ -256,19 +259,6 @@ async function orchestrator(): Promise<number> {
   return 0;
 }
 
-/** Starts this file as `role` and resolves with its process once it says it is ready. */
-function startChild(
-  role: string,
-  childEnv: Record<string, string>,
-): Promise<{ child: ChildProcess; port: number }> {
-  // Under tsx's loader like this process (it only compiles at load time; the run is plain Node).
-  const child = fork(__filename, [role], { env: { ...process.env, ...childEnv }, stdio: 'inherit' });
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { port: number }) => resolve({ child, port: m.port }));
-    child.once('exit', (code) => reject(new Error(`${role} exited (${code}) before it was ready`)));
-  });
-}
-
 // --- The bench (the parent process) --------------------------------------------------------------
 
 /** As bench:turns' client: an SSE stream kept open, then POST and wait for turn_finished on it. */
@@ -301,15 +291,15 @@ async function turn(
   };
 }
 
+/** The floor's figures, with its processes' CPU per turn under load, as bench:turns prints the portal's. */
+export interface FloorFigures extends TargetFigures {
+  cpu: ServiceCpu;
+}
+
 /**
  * One run of the floor on fresh processes, database and Redis prefix: prints its figures and
  * returns those issue #29 sets targets for (bench:turns runs it beside each of its own runs).
  */
-/** The floor's figures, with its processes' CPU per turn under load, as bench:turns prints the portal's. */
-export interface FloorFigures extends TargetFigures {
-  cpu: { gateway: number; orchestrator: number; postgres: number };
-}
-
 export async function runFloor(): Promise<FloorFigures> {
   // Imported here, not at the top: the children load this file and must hold none of the portal.
   const { ApiClient, deleteRedisPrefix, startFakeOpenAI, subscribeEvents } = await import('@portal/testing');
@@ -339,8 +329,8 @@ export async function runFloor(): Promise<FloorFigures> {
       FLOOR_MODEL_URL: proxy.url,
       REDIS_URL: redisUrl,
     };
-    const gw = await startChild('gateway', childEnv);
-    const orch = await startChild('orchestrator', childEnv);
+    const gw = await startChild(__filename, 'gateway', childEnv);
+    const orch = await startChild(__filename, 'orchestrator', childEnv);
     children.push(gw.child, orch.child);
     const baseURL = `http://127.0.0.1:${gw.port}`;
     const api = new ApiClient(baseURL, AUTH.slice('Bearer '.length));
@@ -404,20 +394,12 @@ export async function runFloor(): Promise<FloorFigures> {
       cpuPerTurn: floorCpu,
     };
     printVerdicts(figures);
-    const cpuOf = new Map(loadCpu);
     console.log(
       `load average at end: ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
-    return {
-      ...figures,
-      cpu: {
-        gateway: cpuOf.get('gateway')!,
-        orchestrator: cpuOf.get('turn-orchestrator')!,
-        postgres: cpuOf.get('postgres (bench db backends)')!,
-      },
-    };
+    return { ...figures, cpu: cpuByService(loadCpu) };
   } finally {
     for (const s of streams) s.close();
     for (const c of children) c.kill('SIGTERM');

@@ -25,6 +25,7 @@ import {
   baselineTimes,
   cell,
   concurrentTurns,
+  cpuByService,
   cpuPerTurn,
   printCpuPerTurn,
   printLatencyRows,
@@ -35,6 +36,7 @@ import {
   sequentialTurns,
   TURN_TARGETS,
   WIDTH,
+  type ServiceCpu,
   type TurnTiming,
 } from './turn-figures.util';
 import { buildServices } from './build.util';
@@ -430,7 +432,7 @@ interface Summary {
   /** CPU ms per turn under load of the gateway, the orchestrator and Postgres. */
   portalCpu: number;
   /** CPU ms per turn under load of each of them. */
-  cpu: { gateway: number; orchestrator: number; postgres: number };
+  cpu: ServiceCpu;
   /** Model's first text chunk → the client's first text delta, p50 ms. */
   firstTextP50: number;
   /** Writes per turn (sequential) of the gateway and the orchestrator, every destination. */
@@ -610,7 +612,7 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
         console.log(`    ${x.t.padEnd(28)}${cells.join('')}${x.w.toFixed(1).padStart(14)}`);
       }
     }
-    const cpuOf = new Map(loadCpu);
+    const cpu = cpuByService(loadCpu);
     const writesTo = new Map(seqWrites);
     return {
       addedP50: percentile(addedPerTurn, 50),
@@ -620,13 +622,9 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
         50,
       ),
       turnsPerSecond,
-      serviceCpu: cpuOf.get('gateway')! + cpuOf.get('turn-orchestrator')!,
+      serviceCpu: cpu.gateway + cpu.orchestrator,
       portalCpu,
-      cpu: {
-        gateway: cpuOf.get('gateway')!,
-        orchestrator: cpuOf.get('turn-orchestrator')!,
-        postgres: cpuOf.get('postgres (bench db backends)')!,
-      },
+      cpu,
       firstTextP50: percentile(firstTextAdded, 50),
       writes: seqWrites.reduce((t, [, n]) => t + n, 0),
       postgresWrites: {
