@@ -62,6 +62,14 @@ describe('gateway logs', () => {
     form.append('file', new Blob([DOCUMENT_TEXT], { type: 'text/plain' }), 'minutes.txt');
     expect((await call('POST', '/v1/attachments', KEYS.bob, form)).status).toBe(201);
     expect((await call('GET', '/v1/me', WRONG_KEY)).status).toBe(401);
+    // An event stream the client leaves: its line is written when it closes.
+    const stream = new AbortController();
+    const events = await fetch(`${url}/v1/conversations/${conversationId}/events`, {
+      headers: { authorization: `Bearer ${KEYS.alice}` },
+      signal: stream.signal,
+    });
+    expect(events.status).toBe(200);
+    stream.abort();
     // A fault inside a handler: its error line is logged while the request's ids are known.
     jest.spyOn(app.get(ConversationsService), 'get').mockRejectedValueOnce(new Error('database went away'));
     expect((await call('GET', `/v1/conversations/${conversationId}`, KEYS.alice)).status).toBe(500);
@@ -92,8 +100,19 @@ describe('gateway logs', () => {
       expect.objectContaining({ route: '/v1/turns/:id', turnId, orgId: 'acme', status: 200 }),
     );
     expect(requests).toContainEqual(expect.objectContaining({ route: '/v1/me', status: 401 }));
+    expect(requests).toContainEqual(
+      expect.objectContaining({ route: '/v1/conversations/:id/events', status: 200, conversationId }),
+    );
+    // A line logged while a request is handled carries its ids, its reqId the request line's.
     const fault = logs.lines().find((l) => l.level === 'error' && l.context === 'ApiErrorFilter');
-    expect(fault).toMatchObject({ orgId: 'acme', userId: 'alice', conversationId });
+    expect(fault).toMatchObject({
+      orgId: 'acme',
+      userId: 'alice',
+      conversationId,
+      reqId: expect.any(String),
+    });
+    expect(requests).toContainEqual(expect.objectContaining({ reqId: fault.reqId, status: 500 }));
+    expect(new Set(requests.map((l) => l.reqId)).size).toBe(requests.length);
   });
 
   it('never contain an API key, a message or a document', () => {

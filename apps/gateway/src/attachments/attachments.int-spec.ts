@@ -7,7 +7,6 @@ import { APP_FILTER, APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import sharp from 'sharp';
 import { QueueName, readRedisUrl } from '@portal/contracts';
-import { createLogger, withLogger } from '@portal/observability';
 import { RedisModule } from '@portal/redis';
 import { BLOB_STORE, BlobStoreModule, type BlobStore, UploadHandOff } from '@portal/application';
 import {
@@ -90,12 +89,7 @@ async function startGateway(handoffTtlMs: number): Promise<{ app: NestFastifyApp
   class TestGateway {}
   // A JSON body limit far below the upload cap, as the gateway has: uploads answer to their own cap.
   const adapter = new FastifyAdapter({ bodyLimit: 1024 });
-  // The guard adds the caller to the request's log lines (nestjs-pino), silent here.
-  const started = await NestFactory.create<NestFastifyApplication>(
-    withLogger(TestGateway, createLogger({ name: 'gateway', level: 'silent' })),
-    adapter,
-    { logger: false },
-  );
+  const started = await NestFactory.create<NestFastifyApplication>(TestGateway, adapter, { logger: false });
   await started.register(fastifyMultipart);
   await started.listen(0, '127.0.0.1');
   return { app: started, base: await started.getUrl() };

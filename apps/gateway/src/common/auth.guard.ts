@@ -1,10 +1,9 @@
 import { Inject, Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PinoLogger } from 'nestjs-pino';
 import type { UserRole } from '@portal/dal';
 import { DomainError } from '@portal/domain';
-import type { LogFields } from '@portal/observability';
+import { addLogContext } from '@portal/observability';
 import { Authenticator } from '../auth/authenticator.service';
 import { PUBLIC_KEY, ROLES_KEY } from './auth.decorator';
 import { RateLimiter } from './rate-limit';
@@ -15,7 +14,6 @@ export class AuthGuard implements CanActivate {
   constructor(
     @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(Authenticator) private readonly auth: Authenticator,
-    @Inject(PinoLogger) private readonly log: PinoLogger,
     @Optional() @Inject(RateLimiter) private readonly rateLimit?: RateLimiter,
   ) {}
 
@@ -29,7 +27,7 @@ export class AuthGuard implements CanActivate {
     if (apiKey) await this.rateLimit?.enforce(apiKey, context.switchToHttp().getResponse<FastifyReply>());
     request.principal = principal;
     // On the request's lines from here on, and on its own line.
-    this.log.assign({ orgId: principal.orgId, userId: principal.userId } satisfies LogFields);
+    addLogContext({ orgId: principal.orgId, userId: principal.userId });
 
     const roles = this.reflector.getAllAndOverride<UserRole[] | undefined>(ROLES_KEY, targets);
     if (roles && !roles.includes(principal.role)) {

@@ -49,15 +49,18 @@ describe('createLogger', () => {
 
   it("adds the context's ids to every line inside runWithLogContext, across awaits", async () => {
     const { lines, log } = captured();
-    await runWithLogContext({ orgId: OrgId('acme'), turnId: TurnId('t-1') }, async () => {
+    const context = await runWithLogContext({ orgId: OrgId('acme'), turnId: TurnId('t-1') }, async (ids) => {
       await new Promise((resolve) => setTimeout(resolve, 1));
       addLogContext({ conversationId: ConversationId('c-1'), userId: undefined });
       log.info('inside');
+      return ids;
     });
     log.info('outside');
     expect(lines[0]).toMatchObject({ orgId: 'acme', turnId: 't-1', conversationId: 'c-1' });
     expect(lines[0]).not.toHaveProperty('userId');
     expect(lines[1]).not.toHaveProperty('orgId');
+    // What was added inside is there for a line written after the context is left.
+    expect(context).toEqual({ orgId: 'acme', turnId: 't-1', conversationId: 'c-1' });
   });
 
   it('logContext binds ids to a child logger', () => {

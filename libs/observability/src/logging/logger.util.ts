@@ -10,6 +10,8 @@ export interface LogFields {
   attachmentId?: string;
   queue?: string;
   jobId?: string;
+  /** Gateway only: the request's id, on its own line and on every line logged while it is handled. */
+  reqId?: string;
   /** Gateway only: the route's pattern (`/v1/turns/:id`), `unmatched` when none. */
   route?: string;
 }
@@ -50,8 +52,8 @@ export interface CreateLoggerOptions {
 
 /**
  * A pino logger writing one JSON object per line: ISO time, level as a word, the app's name, the
- * ids of the job being handled (see `runWithLogContext`), secrets and texts redacted. A request's
- * ids are bound by nestjs-pino instead (`withLogger`, `PinoLogger.assign`).
+ * ids of the job or request being handled (see `runWithLogContext`), secrets and texts redacted.
+ * The ids come from a mixin, read only when a line is written: a context costs no child logger.
  */
 export function createLogger(options: CreateLoggerOptions): Logger {
   const config: LoggerOptions = {
@@ -65,9 +67,13 @@ export function createLogger(options: CreateLoggerOptions): Logger {
   return options.destination ? pino(config, options.destination) : pino(config);
 }
 
-/** Runs `fn` with `fields` added to every line logged inside it, across awaits. */
-export function runWithLogContext<T>(fields: LogFields, fn: () => T): T {
-  return context.run({ ...context.getStore(), ...definedOnly(fields) }, fn);
+/**
+ * Runs `fn` with `fields` added to every line logged inside it, across awaits. `fn` gets the
+ * context's ids, which `addLogContext` adds to, for a line logged after the context is left.
+ */
+export function runWithLogContext<T>(fields: LogFields, fn: (context: Readonly<LogFields>) => T): T {
+  const store = { ...context.getStore(), ...definedOnly(fields) };
+  return context.run(store, fn, store);
 }
 
 /**

@@ -1,0 +1,53 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { runWithLogContext, type LogFields } from '@portal/observability';
+
+/**
+ * One line per request on `log`: `request`, method, status and time, with the request's id, its
+ * route and the route's ids, and the caller once the guard knows it (`addLogContext`). Every line
+ * logged while the request is handled carries the same ids. Probes and scrapes log at debug level.
+ * No headers or URL: a query may hold a person's search words.
+ *
+ * Register it before any other hook, so that a request refused by a later hook or by the body
+ * parser is logged with its route too. The line is written when the response closes, so a stream
+ * the client left is logged as well.
+ */
+export function logRequests(fastify: FastifyInstance, log: Logger): void {
+  fastify.addHook('onRequest', (request, reply, done) =>
+    runWithLogContext({ reqId: request.id, ...requestIds(request) }, (fields) => {
+      reply.raw.once('close', () => {
+        const line = {
+          ...fields,
+          method: request.method,
+          status: reply.raw.statusCode,
+          durationMs: Math.round(reply.elapsedTime),
+        };
+        if (isProbe(request)) log.debug(line, 'request');
+        else log.info(line, 'request');
+      });
+      done();
+    }),
+  );
+}
+
+/** The request's route pattern, as its log lines and metrics name it. */
+export function routeOf(request: FastifyRequest): string {
+  return request.routeOptions.url ?? 'unmatched';
+}
+
+/** The route and, on a conversation's or a turn's route, that id. */
+function requestIds(request: FastifyRequest): LogFields {
+  const route = routeOf(request);
+  const { id } = (request.params ?? {}) as { id?: string };
+  return {
+    route,
+    conversationId: route.startsWith('/v1/conversations/:id') ? id : undefined,
+    turnId: route.startsWith('/v1/turns/:id') ? id : undefined,
+  };
+}
+
+/** By the path as it came, without its query. */
+function isProbe(request: FastifyRequest): boolean {
+  const path = request.url.split('?')[0];
+  return path.startsWith('/health/') || path === '/metrics';
+}
