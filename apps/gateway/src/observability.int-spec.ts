@@ -111,7 +111,7 @@ describe('gateway logs', () => {
       conversationId,
       reqId: expect.any(String),
     });
-    expect(requests).toContainEqual(expect.objectContaining({ reqId: fault.reqId, status: 500 }));
+    expect(requests).toContainEqual(expect.objectContaining({ reqId: fault!.reqId, status: 500 }));
     expect(new Set(requests.map((l) => l.reqId)).size).toBe(requests.length);
   });
 
