@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 
 /** What the proxy measured of a call. */
 export interface ProxyClock {
+  /** When the request arrived at the proxy, its body read (epoch ms, sub-ms precision). */
+  arrivedAt: number;
   /** ms from the request's arrival at the proxy to the end of the fake's response through it. */
   ms: number;
   /** When the proxy passed on the first chunk with answer text (epoch ms, sub-ms precision). */
@@ -30,6 +32,7 @@ export async function startTimingProxy<T extends object>(
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      const arrivedAt = epochMs();
       const body = Buffer.concat(chunks);
       const call = describe(body);
       const forward = httpRequest(
@@ -47,7 +50,9 @@ export async function startTimingProxy<T extends object>(
             if (firstTextAt === null && TEXT_DELTA.test(chunk.toString('utf8'))) firstTextAt = epochMs();
           });
           up.pipe(res);
-          up.on('end', () => timings.push({ ...call, ms: performance.now() - started, firstTextAt }));
+          up.on('end', () =>
+            timings.push({ ...call, arrivedAt, ms: performance.now() - started, firstTextAt }),
+          );
         },
       );
       forward.on('error', () => res.destroy());

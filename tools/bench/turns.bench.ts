@@ -381,23 +381,26 @@ interface Phases {
   deliver: number;
 }
 
-/** Where one turn's time went, from its events' stream ids. Null when an event is missing. */
-function phases(sample: TurnSample): Phases | null {
+/**
+ * Where one turn's time went, from its events' stream ids and the model call's arrival at the
+ * proxy (`calledAt`). `running` goes out with the turn's first block when the model answers at
+ * once (its linger), so the model call, not `running`, marks the end of the pick-up. Null when an
+ * event or the call is missing.
+ */
+function phases(sample: TurnSample, calledAt: number | undefined): Phases | null {
   const at = (test: (d: PortalEvent) => boolean) => {
     const e = sample.events.find((x) => test(x.data));
     return e ? streamMs(e.id) : null;
   };
-  const started = at((d) => d.type === 'turn_started');
   const queued = at((d) => d.type === 'turn_state' && d.status === 'queued');
-  const running = at((d) => d.type === 'turn_state' && d.status === 'running');
   const firstBlock = at((d) => d.type === 'block_started');
   const answer = at((d) => d.type === 'block_finished' && d.block.kind === 'text' && d.block.seq > 1);
   const finished = at((d) => d.type === 'turn_finished');
-  if ([started, queued, running, firstBlock, answer, finished].some((v) => v === null)) return null;
+  if (calledAt === undefined || [queued, firstBlock, answer, finished].some((v) => v === null)) return null;
   return {
     open: queued! - sample.postedAt,
-    pickUp: running! - queued!,
-    modelStart: firstBlock! - running!,
+    pickUp: calledAt - queued!,
+    modelStart: firstBlock! - calledAt,
     storeAnswer: answer! - firstBlock!,
     settle: finished! - answer!,
     deliver: sample.finishedAt - finished!,
@@ -526,6 +529,10 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     }
 
     // --- Report --------------------------------------------------------------------------------
+    // Every turn's model call by now, the load's included.
+    const calledAt = new Map(
+      proxy.timings.filter((t) => !t.title && t.marker).map((t) => [t.marker!, t.arrivedAt]),
+    );
     const all = [...sequential, ...loaded];
     const failed = all.filter((s) => s.status !== 'completed').length;
     const addedPerTurn = printLatencyRows('portal', baseTimes, sequential, modelMs);
@@ -544,14 +551,16 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
       ['sequential', sequential],
       [`${CONCURRENCY} concurrent`, loaded],
     ] as const) {
-      const parts = samples.map(phases).filter((p): p is Phases => p !== null);
+      const parts = samples
+        .map((s) => phases(s, calledAt.get(s.marker)))
+        .filter((p): p is Phases => p !== null);
       console.log(
-        `\nwhere the time goes, ${label} (ms, from the events' stream ids; ${parts.length} turns):`,
+        `\nwhere the time goes, ${label} (ms, from the events' stream ids and the model call's arrival; ${parts.length} turns):`,
       );
       const names: [keyof Phases, string][] = [
         ['open', 'POST → `queued` published (auth, checks, tx)'],
-        ['pickUp', '`queued` → `running` (enqueue, pick-up, claim)'],
-        ['modelStart', '`running` → block_started (load, assemble, call)'],
+        ['pickUp', '`queued` → model called (enqueue, pick-up, claim, assemble)'],
+        ['modelStart', 'model called → block_started (its answer, the block stored)'],
         ['storeAnswer', 'block_started → answer stored (stream, tx)'],
         ['settle', 'answer stored → turn_finished (settle tx)'],
         ['deliver', 'turn_finished → at the client (SSE)'],
