@@ -14,7 +14,7 @@ import { registerQueueBoard } from './admin/queue-board.util';
 import { AppModule } from './app.module';
 import { frameworkError } from './common/api-error.util';
 import { BODY_LIMIT_BYTES } from './common/body-limits';
-import { logRequests, routeOf } from './common/request-log.util';
+import { recordRequests } from './common/record-requests.util';
 import type { GatewayConfig } from './config';
 import { MetricsService } from './metrics/metrics.service';
 
@@ -22,7 +22,7 @@ import { MetricsService } from './metrics/metrics.service';
  * The gateway app, configured but not listening: `listen` runs the bootstrap file first
  * (BootstrapService runs at init). Shared by main and the tests. Logs are JSON lines on `log`
  * (default: a pino logger on stdout; silent when `logger` is false), Nest's own (nestjs-pino) and one
- * per request (logRequests) included.
+ * per request (recordRequests) included.
  */
 export async function createGatewayApp(
   config: GatewayConfig,
@@ -51,16 +51,12 @@ export async function createGatewayApp(
   );
   app.useLogger(app.get(Logger));
   const fastify = app.getHttpAdapter().getInstance();
-  // The first hook: a request refused by any later one is logged with its route.
-  logRequests(fastify, log);
+  // The first hook: a request refused by any later one is recorded with its route.
+  recordRequests(fastify, log, app.get(MetricsService));
   if (options.onRoute) fastify.addHook('onRoute', options.onRoute);
   acceptJsonOnly(fastify);
-  const metrics = app.get(MetricsService);
   const queues = app.get(BullMqClient);
   app.get(PortalMetrics).watchQueues(Object.values(QueueName).map((name) => queues.queue(name)));
-  fastify.addHook('onResponse', async (request, reply) => {
-    metrics.httpRequest(request.method, routeOf(request), reply.statusCode);
-  });
   // helmet's middleware, built once: @fastify/helmet builds it again for every request, which cost
   // a sixth of the gateway's CPU for a small request (docs/benchmarks.md).
   const securityHeaders = helmet(SECURITY_HEADERS);

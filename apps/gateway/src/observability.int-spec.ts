@@ -136,6 +136,10 @@ describe('GET /metrics', () => {
     // Nothing consumes in this test: the turn waits in its queue.
     expect(text).toMatch(/portal_queue_jobs\{queue="turns",state="waiting"\} [1-9]/);
     expect(text).toMatch(/portal_queue_jobs\{queue="compactions",state="active"\} 0/);
+    // Counted when the response closes: the event stream its client left too.
+    expect(text).toMatch(
+      /portal_gateway_http_requests_total\{method="GET",route="\/v1\/conversations\/:id\/events",status="200"\} 1/,
+    );
   });
 });
 

@@ -13,7 +13,7 @@ class LoggedAppModule {}
  *
  * No HTTP middleware: nestjs-pino's builds two child loggers per request with pino-http and a third
  * for each `PinoLogger.assign`, a fifth of a small request's CPU (docs/benchmarks.md). The gateway
- * logs its requests itself (`logRequests`); the workers serve no HTTP through Nest.
+ * logs its requests itself (`recordRequests`); the workers serve no HTTP through Nest.
  * nestjs-pino keeps one root logger per process: the first app created in a process sets it.
  */
 export function withLogger(module: Type<unknown> | DynamicModule, log: Logger): DynamicModule {

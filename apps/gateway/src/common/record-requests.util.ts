@@ -1,27 +1,25 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { runWithLogContext, type LogFields } from '@portal/observability';
+import type { MetricsService } from '../metrics/metrics.service';
 
 /**
- * One line per request on `log`: `request`, method, status and time, with the request's id, its
- * route and the route's ids, and the caller once the guard knows it (`addLogContext`). Every line
- * logged while the request is handled carries the same ids. Probes and scrapes log at debug level.
- * No headers or URL: a query may hold a person's search words.
+ * What the gateway records of each request, when its response closes (so a stream the client left
+ * counts too): its count in `metrics`, and its line on `log`: `request`, method, status and time,
+ * with the request's id, its route and the route's ids, and the caller once the guard knows it
+ * (`addLogContext`). Every line logged while the request is handled carries the same ids. Probes
+ * and scrapes log at debug level. No headers or URL: a query may hold a person's search words.
  *
  * Register it before any other hook, so that a request refused by a later hook or by the body
- * parser is logged with its route too. The line is written when the response closes, so a stream
- * the client left is logged as well.
+ * parser is recorded with its route too.
  */
-export function logRequests(fastify: FastifyInstance, log: Logger): void {
+export function recordRequests(fastify: FastifyInstance, log: Logger, metrics: MetricsService): void {
   fastify.addHook('onRequest', (request, reply, done) =>
     runWithLogContext({ reqId: request.id, ...requestIds(request) }, (fields) => {
       reply.raw.once('close', () => {
-        const line = {
-          ...fields,
-          method: request.method,
-          status: reply.raw.statusCode,
-          durationMs: Math.round(reply.elapsedTime),
-        };
+        const status = reply.raw.statusCode;
+        metrics.httpRequest(request.method, routeOf(request), status);
+        const line = { ...fields, method: request.method, status, durationMs: Math.round(reply.elapsedTime) };
         if (isProbe(request)) log.debug(line, 'request');
         else log.info(line, 'request');
       });
@@ -31,7 +29,7 @@ export function logRequests(fastify: FastifyInstance, log: Logger): void {
 }
 
 /** The request's route pattern, as its log lines and metrics name it. */
-export function routeOf(request: FastifyRequest): string {
+function routeOf(request: FastifyRequest): string {
   return request.routeOptions.url ?? 'unmatched';
 }
 
