@@ -505,8 +505,6 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     const proxyFirstText = new Map(proxy.timings.map((t) => [t.marker, t.firstTextAt]));
     const firstTextAdded = firstTextSamples.map((s) => s.firstTextAt - (proxyFirstText.get(s.marker) ?? NaN));
 
-    const modelMs = new Map(proxy.timings.filter((t) => !t.title && t.marker).map((t) => [t.marker!, t.ms]));
-
     // 3. Throughput: CONCURRENCY conversations, each sending its turns one after another.
     const parallel = await Promise.all(Array.from({ length: CONCURRENCY }, open));
     // Their first turns (and title calls) before the clock starts, so every conversation is warm.
@@ -529,10 +527,10 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
     }
 
     // --- Report --------------------------------------------------------------------------------
-    // Every turn's model call by now, the load's included.
-    const calledAt = new Map(
-      proxy.timings.filter((t) => !t.title && t.marker).map((t) => [t.marker!, t.arrivedAt]),
-    );
+    // Every turn's model call by now, the load's included (title calls are not the turn's).
+    const turnCalls = proxy.timings.filter((t) => !t.title && t.marker);
+    const modelMs = new Map(turnCalls.map((t) => [t.marker!, t.ms]));
+    const calledAt = new Map(turnCalls.map((t) => [t.marker!, t.arrivedAt]));
     const all = [...sequential, ...loaded];
     const failed = all.filter((s) => s.status !== 'completed').length;
     const addedPerTurn = printLatencyRows('portal', baseTimes, sequential, modelMs);

@@ -14,28 +14,23 @@ import type { MetricsService } from '../metrics/metrics.service';
  * parser is recorded with its route too.
  */
 export function recordRequests(fastify: FastifyInstance, log: Logger, metrics: MetricsService): void {
-  fastify.addHook('onRequest', (request, reply, done) =>
-    runWithLogContext({ reqId: request.id, ...requestIds(request) }, (fields) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    runWithLogContext({ reqId: request.id, ...routeIds(request, route) }, (fields) => {
       reply.raw.once('close', () => {
         const status = reply.raw.statusCode;
-        metrics.httpRequest(request.method, routeOf(request), status);
+        metrics.httpRequest(request.method, route, status);
         const line = { ...fields, method: request.method, status, durationMs: Math.round(reply.elapsedTime) };
         if (isProbe(request)) log.debug(line, 'request');
         else log.info(line, 'request');
       });
       done();
-    }),
-  );
+    });
+  });
 }
 
-/** The request's route pattern, as its log lines and metrics name it. */
-function routeOf(request: FastifyRequest): string {
-  return request.routeOptions.url ?? 'unmatched';
-}
-
-/** The route and, on a conversation's or a turn's route, that id. */
-function requestIds(request: FastifyRequest): LogFields {
-  const route = routeOf(request);
+/** The route (its pattern, `unmatched` when none) and, on a conversation's or a turn's route, that id. */
+function routeIds(request: FastifyRequest, route: string): LogFields {
   const { id } = (request.params ?? {}) as { id?: string };
   return {
     route,

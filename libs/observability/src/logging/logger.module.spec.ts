@@ -46,7 +46,7 @@ beforeAll(async () => {
     bufferLogs: true,
   });
   app.useLogger(app.get(NestPino));
-  // As the gateway does (logRequests): each request in a log context of its own.
+  // As the gateway does (recordRequests): each request in a log context of its own.
   app
     .getHttpAdapter()
     .getInstance()
