@@ -88,24 +88,48 @@ export interface LoadRun<S> {
   turnsPerSecond: number;
 }
 
-/** Every conversation at once, each sending `perConversation` turns one after another (markers `tp-c-i`). */
+/**
+ * Every conversation at once, each sending `perConversation` turns one after another (markers
+ * `<prefix>-c-i`).
+ */
 export async function concurrentTurns<C, S>(
   conversations: C[],
   perConversation: number,
   turn: TurnOf<C, S>,
+  prefix = 'tp',
 ): Promise<LoadRun<S>> {
   const started = performance.now();
   const samples = (
     await Promise.all(
       conversations.map(async (c, ci) => {
         const out: S[] = [];
-        for (let i = 0; i < perConversation; i++) out.push(await turn(c, `tp-${ci}-${i}`));
+        for (let i = 0; i < perConversation; i++) out.push(await turn(c, `${prefix}-${ci}-${i}`));
         return out;
       }),
     )
   ).flat();
   const wallMs = performance.now() - started;
   return { samples, wallMs, turnsPerSecond: samples.length / (wallMs / 1000) };
+}
+
+/**
+ * Turns run before anything is measured: rounds of `concurrency` new conversations sending
+ * `perConversation` turns each, their streams closed after the round. A fresh service is not yet
+ * what it is after days of work: for its first few thousand turns V8 is still optimising its hot
+ * code, on helper threads whose CPU the count includes (docs/benchmarks.md).
+ */
+export async function warmUp<C extends { events: { close(): void } }>(
+  turns: number,
+  concurrency: number,
+  perConversation: number,
+  open: () => Promise<C>,
+  turn: TurnOf<C, unknown>,
+): Promise<void> {
+  for (let done = 0; done < turns; done += concurrency * perConversation) {
+    const round = await Promise.all(Array.from({ length: concurrency }, open));
+    await concurrentTurns(round, perConversation, turn, 'warm');
+    for (const c of round) c.events.close();
+  }
 }
 
 // --- The report --------------------------------------------------------------------------------

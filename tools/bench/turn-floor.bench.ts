@@ -24,6 +24,7 @@ import {
   redisCommandsPerTurn,
   sequentialTurns,
   streamAnswer,
+  warmUp,
   type ServiceCpu,
   type TargetFigures,
   type TurnTiming,
@@ -44,13 +45,14 @@ import {
  *
  * Left out, as parts of the portal rather than of the floor: API-key and conversation lookups,
  * agents and skills, titles, logging, tracing, metrics, replayable (stream) events.
- * Options as bench:turns: `--turns=N`, `--concurrency=N`, `--per-conversation=N`.
+ * Options as bench:turns: `--turns=N`, `--concurrency=N`, `--per-conversation=N`, `--warm-up=N`.
  */
 
 const TURNS = arg('turns', 200);
 const CONCURRENCY = arg('concurrency', 20);
 const PER_CONVERSATION = arg('per-conversation', 15);
-const WARM_UP_TURNS = 20;
+/** Turns before the measured ones (`warmUp`): about where the services' CPU per turn levels off. */
+const WARM_UP_TURNS = arg('warm-up', 3000);
 const AUTH = 'Bearer pk_floor';
 const QUEUE = 'turns';
 // The portal's turn options (libs/queue/src/job-options.ts), copied: they are the design's.
@@ -350,8 +352,10 @@ export async function runFloor(): Promise<FloorFigures> {
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
+    // As bench:turns warms up.
+    await warmUp(WARM_UP_TURNS, CONCURRENCY, PER_CONVERSATION, open, send);
     const warm = await open();
-    for (let i = 0; i < WARM_UP_TURNS; i++) await send(warm, `warm-${i}`);
+    for (let i = 0; i < 20; i++) await send(warm, `warm-${i}`);
 
     // 1. Baseline (bench:turns' method): the floor's last model request, replayed by the SDK straight
     //    to the fake (through the proxy).

@@ -35,6 +35,7 @@ import {
   redisCommandsPerTurn,
   sequentialTurns,
   TURN_TARGETS,
+  warmUp,
   WIDTH,
   type ServiceCpu,
   type TurnTiming,
@@ -45,7 +46,8 @@ import { type FloorFigures, runFloor } from './turn-floor.bench';
 /**
  * `npm run bench:turns`: what the portal adds to a model call. The built services run as real
  * processes (like the end-to-end tests) on a fresh database and Redis prefix, with an instant fake
- * model behind a small timing proxy. Three measurements:
+ * model behind a small timing proxy. After 3,000 turns that warm the services up (`--warm-up=N`;
+ * `warmUp`), three measurements:
  *
  * 1. baseline: the `openai` SDK streaming the same request straight to the fake (through the proxy);
  * 2. latency: 200 one-call turns one after another, from POST message to the client receiving the
@@ -61,8 +63,9 @@ import { type FloorFigures, runFloor } from './turn-floor.bench';
  * `bench:turn-floor` (the design's floor on the same machine, in the same minutes; `--no-floor`
  * leaves it out), and ends with each run's headline figures beside the floor's, their median, the
  * portal's over the floor's, and the targets.
- * Options: `--turns=N`, `--concurrency=N`, `--per-conversation=N`; `--db` also counts Postgres
- * transactions and row operations per turn (waits for the statistics to be flushed: +45 s);
+ * Options: `--turns=N`, `--concurrency=N`, `--per-conversation=N`, `--warm-up=N`; `--db` also
+ * counts Postgres transactions and row operations per turn (waits for the statistics to be
+ * flushed: +45 s);
  * `--profile` samples the gateway's and the orchestrator's CPU (cpu-profile.preload.js) and prints
  * where their CPU time went (the profiler slows them: read its latencies as such).
  * `--tracing` runs it all twice, tracing off then on (every service exporting OTLP/HTTP protobuf
@@ -73,7 +76,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const TURNS = arg('turns', 200);
 const CONCURRENCY = arg('concurrency', 20);
 const PER_CONVERSATION = arg('per-conversation', 15);
-const WARM_UP_TURNS = 20;
+/** Turns before the measured ones (`warmUp`): about where the services' CPU per turn levels off. */
+const WARM_UP_TURNS = arg('warm-up', 3000);
 /** Marker prefix and count of the turns whose model streams slowly, to time the first text. */
 const FIRST_TEXT = 'ft-';
 const FIRST_TEXT_TURNS = 30;
@@ -481,9 +485,11 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
       return c;
     };
     const send = (c: BenchConversation, marker: string) => c.turn(marker);
-    // Warm up: connections, JIT, the first turn's title call.
+    // Warm up: connections, JIT, title calls; then one conversation of 20 turns, whose last request
+    // is the baseline's.
+    await warmUp(WARM_UP_TURNS, CONCURRENCY, PER_CONVERSATION, open, send);
     const warm = await open();
-    for (let i = 0; i < WARM_UP_TURNS; i++) await warm.turn(`warm-${i}`);
+    for (let i = 0; i < 20; i++) await warm.turn(`warm-${i}`);
 
     // 1. Baseline: the very request the portal sent for a turn, straight to the fake.
     const portalRequest = fake.requests.filter((r) => r.body?.tools).at(-1)!.body;
