@@ -114,9 +114,10 @@ export async function concurrentTurns<C, S>(
 
 /**
  * Turns run before anything is measured: rounds of `concurrency` new conversations sending
- * `perConversation` turns each, their streams closed after the round. A fresh service is not yet
- * what it is after days of work: for its first few thousand turns V8 is still optimising its hot
- * code, on helper threads whose CPU the count includes (docs/benchmarks.md).
+ * `perConversation` turns each, their streams closed after the round; then one conversation as
+ * long as the latency run's, so the model's last request is the one the baseline replays. A fresh
+ * service is not yet what it is after days of work: for its first few thousand turns V8 is still
+ * optimising its hot code, on helper threads whose CPU the count includes (docs/benchmarks.md).
  */
 export async function warmUp<C extends { events: { close(): void } }>(
   turns: number,
@@ -125,11 +126,13 @@ export async function warmUp<C extends { events: { close(): void } }>(
   open: () => Promise<C>,
   turn: TurnOf<C, unknown>,
 ): Promise<void> {
-  for (let done = 0; done < turns; done += concurrency * perConversation) {
-    const round = await Promise.all(Array.from({ length: concurrency }, open));
-    await concurrentTurns(round, perConversation, turn, 'warm');
-    for (const c of round) c.events.close();
+  for (let round = 0; round * concurrency * perConversation < turns; round++) {
+    const conversations = await Promise.all(Array.from({ length: concurrency }, open));
+    await concurrentTurns(conversations, perConversation, turn, `warm${round}`);
+    for (const c of conversations) c.events.close();
   }
+  const last = await open();
+  for (let i = 0; i < LATENCY_TURNS_PER_CONVERSATION; i++) await turn(last, `warm-${i}`);
 }
 
 // --- The report --------------------------------------------------------------------------------

@@ -354,8 +354,6 @@ export async function runFloor(): Promise<FloorFigures> {
     );
     // As bench:turns warms up.
     await warmUp(WARM_UP_TURNS, CONCURRENCY, PER_CONVERSATION, open, send);
-    const warm = await open();
-    for (let i = 0; i < 20; i++) await send(warm, `warm-${i}`);
 
     // 1. Baseline (bench:turns' method): the floor's last model request, replayed by the SDK straight
     //    to the fake (through the proxy).

@@ -485,11 +485,8 @@ async function bench(receiver: OtlpReceiver | null): Promise<Summary> {
       return c;
     };
     const send = (c: BenchConversation, marker: string) => c.turn(marker);
-    // Warm up: connections, JIT, title calls; then one conversation of 20 turns, whose last request
-    // is the baseline's.
+    // Warm up: connections, JIT, title calls.
     await warmUp(WARM_UP_TURNS, CONCURRENCY, PER_CONVERSATION, open, send);
-    const warm = await open();
-    for (let i = 0; i < 20; i++) await warm.turn(`warm-${i}`);
 
     // 1. Baseline: the very request the portal sent for a turn, straight to the fake.
     const portalRequest = fake.requests.filter((r) => r.body?.tools).at(-1)!.body;
