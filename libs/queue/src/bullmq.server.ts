@@ -113,8 +113,8 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
    * The processing hooks (tracing) wrap the run as they do for every transport.
    */
   override handleEvent(pattern: string, packet: ReadPacket, context: BullMqContext): Promise<void> {
-    // A queue's name is its route as registered: Nest's `getHandlerByPattern` first tries it as
-    // JSON, and the exception that throws for every job cost about 1 % of a turn's orchestrator CPU.
+    // A queue's name is its route as registered. Nest's `getHandlerByPattern` would first parse
+    // it as JSON, which throws for every job.
     const handler = this.messageHandlers.get(pattern);
     if (!handler) return Promise.reject(new Error(`No handler for queue "${pattern}"`));
     return new Promise<void>((resolve, reject) => {
