@@ -113,9 +113,7 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
    * The processing hooks (tracing) wrap the run as they do for every transport.
    */
   override handleEvent(pattern: string, packet: ReadPacket, context: BullMqContext): Promise<void> {
-    // A queue's name is its route as registered. Nest's `getHandlerByPattern` would first parse
-    // it as JSON, which throws for every job.
-    const handler = this.messageHandlers.get(pattern);
+    const handler = this.getHandlerByPattern(pattern);
     if (!handler) return Promise.reject(new Error(`No handler for queue "${pattern}"`));
     return new Promise<void>((resolve, reject) => {
       this.runWithProcessingHooks(context, async (runEndHook) => {
@@ -130,6 +128,14 @@ export class BullMqServer extends Server<WorkerEvents> implements CustomTranspor
         }
       });
     });
+  }
+
+  /**
+   * A queue's name is its route, as its handler was registered: Nest's own would first parse it as
+   * JSON, which throws for every job (as Nest's Kafka and MQTT servers, the transport maps it).
+   */
+  protected override getRouteFromPattern(pattern: string): string {
+    return pattern;
   }
 
   private checkHandlers(): void {
